@@ -1,0 +1,53 @@
+// examples/mesh: how one world of ranks becomes tensor-, pipeline- and data-parallel groups.
+//
+//   mpiexec -n 8 ./mesh --tp 2 --pp 2 --dp 2
+//
+// Each rank prints its coordinates and the world ranks of its groups, in rank order.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
+#include <trident/io/cli.hpp>
+#include <trident/trident.hpp>
+
+using namespace trident;
+
+namespace {
+std::string members(const Comm& group, const Comm& world) {
+  if (!group.valid()) return "-";
+  std::vector<int> me{world.rank()}, all(group.size());
+  group.all_gather<int>(me, all);
+  std::string s = "{";
+  for (size_t i = 0; i < all.size(); ++i) s += (i ? "," : "") + std::to_string(all[i]);
+  return s + "}";
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  return run_main(argc, argv, [](int argc, char** argv) {
+    const Comm world = Comm::world();
+    MeshShape shape;
+    CLI::App app{"Print the TP x PP x DP mesh: each rank's coordinates and groups."};
+    app.add_option("--tp", shape.tp, "tensor-parallel size")->check(CLI::PositiveNumber);
+    app.add_option("--pp", shape.pp, "pipeline-parallel size")->check(CLI::PositiveNumber);
+    app.add_option("--dp", shape.dp, "data-parallel size")->check(CLI::PositiveNumber);
+    parse_command_line(app, argc, argv, world);
+
+    const Mesh<> mesh(world, shape);
+    warn_if_tp_spans_nodes(mesh);
+    if (world.rank() == 0)
+      std::printf("rank = tp + TP*(dp + DP*pp)   (Megatron-LM order: TP fastest, then DP, PP)\n"
+                  "%-26s %4s %4s %4s  %-10s %-10s %-10s %-10s\n",
+                  "mesh", "tp", "pp", "dp", "tp group", "pp group", "dp group", "emb group");
+    const std::string tp = members(mesh.tp(), world), pp = members(mesh.pp(), world),
+                      dp = members(mesh.dp(), world), emb = members(mesh.embedding(), world);
+    for (int r = 0; r < world.size(); ++r) {
+      world.barrier();
+      if (r != world.rank()) continue;
+      std::printf("%-26s %4d %4d %4d  %-10s %-10s %-10s %-10s\n", mesh.to_string().c_str(),
+                  mesh.coord().tp, mesh.coord().pp, mesh.coord().dp, tp.c_str(), pp.c_str(),
+                  dp.c_str(), emb.c_str());
+      std::fflush(stdout);
+    }
+    return 0;
+  });
+}

@@ -1,0 +1,220 @@
+// trident/core/comm.hpp: Comm, an MPI communicator with a name and typed collectives.
+//
+// RAII over MPI_Comm, explicit about ownership: Comm::world() and Comm::borrow() never free the
+// handle; split() and dup() return owning communicators that free it on destruction. Every
+// operation is started nonblocking and completed by the wait policy of request.hpp, and is
+// counted in comm_stats() under the communicator's name (see stats.hpp for the convention).
+#pragma once
+
+#include <mpi.h>
+
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "datatype.hpp"
+#include "error.hpp"
+#include "request.hpp"
+#include "span.hpp"
+#include "stats.hpp"
+
+namespace trident {
+
+class Comm {
+ public:
+  static constexpr int kUndefined = MPI_UNDEFINED;
+
+  Comm() = default;  // a null communicator: valid() is false
+  static Comm world() { return Comm(MPI_COMM_WORLD, "world", false); }
+  static Comm borrow(MPI_Comm comm, std::string name) { return Comm(comm, std::move(name), false); }
+  static Comm own(MPI_Comm comm, std::string name) { return Comm(comm, std::move(name), true); }
+
+  Comm(Comm&& other) noexcept { *this = std::move(other); }
+  Comm& operator=(Comm&& other) noexcept {
+    if (this != &other) {
+      release();
+      comm_ = std::exchange(other.comm_, MPI_COMM_NULL);
+      owning_ = std::exchange(other.owning_, false);
+      name_ = std::move(other.name_);
+      rank_ = other.rank_;
+      size_ = other.size_;
+    }
+    return *this;
+  }
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+  ~Comm() { release(); }
+
+  // Ranks with the same color form a communicator, ordered by key. kUndefined gives a null Comm.
+  Comm split(int color, int key, std::string name) const {
+    MPI_Comm out = MPI_COMM_NULL;
+    check_mpi(MPI_Comm_split(comm_, color, key, &out), "MPI_Comm_split");
+    return Comm(out, std::move(name), true);
+  }
+  Comm dup(std::string name) const {
+    MPI_Comm out = MPI_COMM_NULL;
+    check_mpi(MPI_Comm_dup(comm_, &out), "MPI_Comm_dup");
+    return Comm(out, std::move(name), true);
+  }
+  // A non-owning handle to the same communicator.
+  Comm borrowed() const { return Comm(comm_, name_, false); }
+
+  bool valid() const { return comm_ != MPI_COMM_NULL; }
+  bool owning() const { return owning_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const std::string& name() const { return name_; }
+  MPI_Comm get() const { return comm_; }
+
+  // --- collectives (nonblocking forms return a Request; blocking forms wait) -----------------
+
+  // buf <- op over the group of buf, in place.
+  template <class T>
+  Request iall_reduce(Span<T> buf, ReduceOp op = ReduceOp::sum) const {
+    return start(CommOp::all_reduce, buf.bytes(), [&](MPI_Request* r) {
+      return MPI_Iallreduce(MPI_IN_PLACE, buf.data(), count(buf.size()), mpi_type<T>(),
+                            mpi_op<T>(op), comm_, r);
+    });
+  }
+  // out <- shard `rank` of the sum of `in`; in: (size * n), out: (n).
+  template <class T>
+  Request ireduce_scatter(Span<const T> in, Span<T> out) const {
+    require(in.size() == out.size() * static_cast<std::size_t>(size_),
+            "reduce_scatter on '" + name_ + "': input must be group size x output");
+    return start(CommOp::reduce_scatter, in.bytes(), [&](MPI_Request* r) {
+      return MPI_Ireduce_scatter_block(in.data(), out.data(), count(out.size()), mpi_type<T>(),
+                                       mpi_op<T>(ReduceOp::sum), comm_, r);
+    });
+  }
+  // out <- the shards `in` of all ranks in rank order; in: (n), out: (size * n).
+  template <class T>
+  Request iall_gather(Span<const T> in, Span<T> out) const {
+    require(out.size() == in.size() * static_cast<std::size_t>(size_),
+            "all_gather on '" + name_ + "': output must be group size x input");
+    return start(CommOp::all_gather, out.bytes(), [&](MPI_Request* r) {
+      return MPI_Iallgather(in.data(), count(in.size()), mpi_type<T>(), out.data(),
+                            count(in.size()), mpi_type<T>(), comm_, r);
+    });
+  }
+  // As iall_gather, with this rank's shard already in place at buf[rank * n, (rank+1) * n).
+  template <class T>
+  Request iall_gather_in_place(Span<T> buf) const {
+    require(buf.size() % static_cast<std::size_t>(size_) == 0,
+            "all_gather on '" + name_ + "': buffer not divisible by the group size");
+    return start(CommOp::all_gather, buf.bytes(), [&](MPI_Request* r) {
+      const int n = count(buf.size() / static_cast<std::size_t>(size_));
+      return MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf.data(), n, mpi_type<T>(),
+                            comm_, r);
+    });
+  }
+  template <class T>
+  Request ibroadcast(Span<T> buf, int root) const {
+    return start(CommOp::broadcast, buf.bytes(), [&](MPI_Request* r) {
+      return MPI_Ibcast(buf.data(), count(buf.size()), mpi_type<T>(), root, comm_, r);
+    });
+  }
+  // out (read at root only) <- sum of `in` over the group.
+  template <class T>
+  Request ireduce(Span<const T> in, Span<T> out, int root) const {
+    return start(CommOp::reduce, in.bytes(), [&](MPI_Request* r) {
+      return MPI_Ireduce(in.data(), out.data(), count(in.size()), mpi_type<T>(),
+                         mpi_op<T>(ReduceOp::sum), root, comm_, r);
+    });
+  }
+  template <class T>
+  Request isend(Span<const T> buf, int dest, int tag) const {
+    return start(CommOp::send, buf.bytes(), [&](MPI_Request* r) {
+      return MPI_Isend(buf.data(), count(buf.size()), mpi_type<T>(), dest, tag, comm_, r);
+    });
+  }
+  template <class T>
+  Request irecv(Span<T> buf, int source, int tag) const {
+    return start(CommOp::recv, buf.bytes(), [&](MPI_Request* r) {
+      return MPI_Irecv(buf.data(), count(buf.size()), mpi_type<T>(), source, tag, comm_, r);
+    });
+  }
+  Request ibarrier() const {
+    return start(CommOp::barrier, 0, [&](MPI_Request* r) { return MPI_Ibarrier(comm_, r); });
+  }
+
+  template <class T>
+  void all_reduce(Span<T> buf, ReduceOp op = ReduceOp::sum) const {
+    iall_reduce(buf, op).wait();
+  }
+  template <class T>
+  void reduce_scatter(Span<const T> in, Span<T> out) const {
+    ireduce_scatter(in, out).wait();
+  }
+  template <class T>
+  void all_gather(Span<const T> in, Span<T> out) const {
+    iall_gather(in, out).wait();
+  }
+  template <class T>
+  void broadcast(Span<T> buf, int root) const {
+    ibroadcast(buf, root).wait();
+  }
+  template <class T>
+  void reduce(Span<const T> in, Span<T> out, int root) const {
+    ireduce(in, out, root).wait();
+  }
+  template <class T>
+  void send(Span<const T> buf, int dest, int tag) const {
+    isend(buf, dest, tag).wait();
+  }
+  template <class T>
+  void recv(Span<T> buf, int source, int tag) const {
+    irecv(buf, source, tag).wait();
+  }
+  void barrier() const { ibarrier().wait(); }
+
+  // One value reduced over the group (sum, max or min).
+  template <class T>
+  T all_reduce_value(T value, ReduceOp op = ReduceOp::sum) const {
+    all_reduce(Span<T>(&value, 1), op);
+    return value;
+  }
+
+ private:
+  Comm(MPI_Comm comm, std::string name, bool owning)
+      : comm_(comm), owning_(owning && comm != MPI_COMM_NULL), name_(std::move(name)) {
+    if (comm_ != MPI_COMM_NULL) {
+      MPI_Comm_rank(comm_, &rank_);
+      MPI_Comm_size(comm_, &size_);
+    }
+  }
+
+  void release() noexcept {
+    if (!owning_ || comm_ == MPI_COMM_NULL) return;
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Comm_free(&comm_);
+    comm_ = MPI_COMM_NULL;
+    owning_ = false;
+  }
+
+  static int count(std::size_t n) {
+    require(n <= static_cast<std::size_t>(std::numeric_limits<int>::max()),
+            "message larger than INT_MAX elements");
+    return static_cast<int>(n);
+  }
+
+  // Starts one operation through `post`, counts it, and wraps it in a Request.
+  template <class Post>
+  Request start(CommOp op, std::size_t bytes, Post&& post) const {
+    require(valid(), std::string("communication on a null communicator (") + to_string(op) + ")");
+    const double t0 = detail::now_seconds();
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(post(&request), to_string(op));
+    comm_stats().record(name_, size_, op, bytes);
+    comm_stats().add_seconds(name_, op, detail::now_seconds() - t0);
+    return Request(request, name_, op);
+  }
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  bool owning_ = false;
+  std::string name_;
+  int rank_ = -1;
+  int size_ = 0;
+};
+
+}  // namespace trident

@@ -1,0 +1,78 @@
+// trident/core/environment.hpp: MPI start-up and shut-down, and a main() that fails cleanly.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include "comm.hpp"
+#include "error.hpp"
+
+namespace trident {
+
+// RAII over MPI_Init_thread / MPI_Finalize. MPI errors are returned (and thrown as MpiError by
+// check_mpi) instead of aborting inside MPI.
+class Environment {
+ public:
+  Environment(int& argc, char**& argv) {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+      int provided = 0;
+      check_mpi(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+      owns_ = true;
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  }
+  Environment(const Environment&) = delete;
+  Environment& operator=(const Environment&) = delete;
+  ~Environment() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (owns_ && !finalized) MPI_Finalize();
+  }
+
+ private:
+  bool owns_ = false;
+};
+
+// Turns a condition that may differ between ranks (a file readable on one rank only, say) into
+// the same outcome everywhere: if any rank has !ok, every rank throws Error with the message of
+// the lowest such rank. Collective over `comm`.
+inline void agree(const Comm& comm, bool ok, const std::string& message) {
+  const int first_bad = comm.all_reduce_value(ok ? comm.size() : comm.rank(), ReduceOp::min);
+  if (first_bad == comm.size()) return;
+  std::uint64_t length = comm.rank() == first_bad ? message.size() : 0;
+  comm.broadcast(Span<std::uint64_t>(&length, 1), first_bad);
+  std::string text = comm.rank() == first_bad ? message : std::string(length, ' ');
+  comm.broadcast(Span<char>(text.data(), text.size()), first_bad);
+  throw Error(text);
+}
+
+// Runs body() on every rank. trident::Error (bad input, identical on every rank by contract)
+// is printed once by rank 0 and every rank exits with status 1; anything else is unexpected,
+// is printed with its rank, and aborts the job so that no rank is left waiting.
+template <class Body>
+int run_main(int argc, char** argv, Body&& body) {
+  Environment env(argc, argv);
+  const Comm world = Comm::world();
+  try {
+    return body(argc, argv);
+  } catch (const ExitRequest& e) {
+    return e.code;
+  } catch (const MpiError& e) {
+    std::fprintf(stderr, "trident: rank %d: %s\n", world.rank(), e.what());
+  } catch (const Error& e) {
+    if (world.rank() == 0) std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "trident: rank %d: unexpected error: %s\n", world.rank(), e.what());
+  }
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 2);
+  return 2;
+}
+
+}  // namespace trident
