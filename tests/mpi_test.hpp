@@ -2,7 +2,8 @@
 //
 // Every rank runs every test case in the same order. A test that needs n ranks asks for them
 // with TRIDENT_RANKS(n, comm): the first n world ranks get `comm` and run the body; the other
-// ranks return at once. When fewer than n ranks were launched the test is skipped everywhere
+// ranks return at once (use first_ranks() directly inside loops, where `return` would leave
+// the other iterations' collectives). When fewer than n ranks were launched the test is skipped everywhere
 // and counted; the runner fails a run started with --no-skip that skipped anything.
 #pragma once
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace trident {
 
@@ -34,5 +35,14 @@ struct bf16 {
 inline float to_float(bf16 x) { return static_cast<float>(x); }
 inline float to_float(float x) { return x; }
 inline double to_float(double x) { return x; }
+
+// Value conversion between float, double and bf16 (rounding to nearest for bf16).
+template <class To, class From>
+To convert_to(From x) {
+  if constexpr (std::is_same_v<To, bf16>)
+    return bf16(static_cast<float>(to_float(x)));
+  else
+    return static_cast<To>(to_float(x));
+}
 
 }  // namespace trident

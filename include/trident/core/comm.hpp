@@ -86,6 +86,17 @@ class Comm {
                                        mpi_op<T>(ReduceOp::sum), comm_, r);
     });
   }
+  // As ireduce_scatter, in place: buf (size * n) holds the input; the result lands in buf[0, n).
+  template <class T>
+  Request ireduce_scatter_in_place(Span<T> buf) const {
+    require(buf.size() % static_cast<std::size_t>(size_) == 0,
+            "reduce_scatter on '" + name_ + "': buffer not divisible by the group size");
+    return start(CommOp::reduce_scatter, buf.bytes(), [&](MPI_Request* r) {
+      const int n = count(buf.size() / static_cast<std::size_t>(size_));
+      return MPI_Ireduce_scatter_block(MPI_IN_PLACE, buf.data(), n, mpi_type<T>(),
+                                       mpi_op<T>(ReduceOp::sum), comm_, r);
+    });
+  }
   // out <- the shards `in` of all ranks in rank order; in: (n), out: (size * n).
   template <class T>
   Request iall_gather(Span<const T> in, Span<T> out) const {

@@ -1,0 +1,194 @@
+// bench/comm: trident's collectives (Comm) next to raw blocking MPI, in the same run.
+//
+//   mpiexec -n 8 ./bench_comm [--min-bytes 4K] [--max-bytes 64M] [--seconds-per-size 1]
+//                             [--ops all_reduce,all_gather,reduce_scatter]
+//
+// For each operation and message size (powers of 4 from --min-bytes up to --max-bytes), the two
+// implementations run interleaved, call by call and in alternating order, so machine noise hits
+// both. trident's Comm starts a nonblocking MPI collective and completes it by its wait policy
+// (MPI_Test + sched_yield, core/request.hpp); "mpi" is the blocking call (MPI_Allreduce,
+// MPI_Allgather, MPI_Reduce_scatter_block). float32, sum.
+//
+// A repetition is a barrier, then one call; its time is the slowest rank's. Reported: the median
+// over repetitions, and the bus bandwidth in the nccl-tests convention, bytes = the full buffer
+// (all_reduce: the buffer; all_gather: the output; reduce_scatter: the input):
+//   all_reduce:                  bytes / time * 2(n-1)/n
+//   all_gather, reduce_scatter:  bytes / time * (n-1)/n
+// The repetitions of a size fill about --seconds-per-size (at least 5, at most 1000).
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <trident/io/cli.hpp>
+#include <trident/trident.hpp>
+#include <vector>
+
+using namespace trident;
+
+namespace {
+
+constexpr int kMinReps = 5;
+constexpr int kMaxReps = 1000;
+
+// The buffers of one message size: `full` holds size * shard elements, `shard` one rank's part.
+struct Buffers {
+  std::vector<float> full;
+  std::vector<float> shard;
+};
+
+// One call of `op`, by trident (ours) or by blocking MPI.
+// all_reduce: full in place; all_gather: shard -> full; reduce_scatter: full -> shard.
+void call(const std::string& op, bool ours, Buffers& b, const Comm& world) {
+  const int n = static_cast<int>(b.shard.size());
+  if (op == "all_reduce") {
+    if (ours) return world.all_reduce<float>(b.full);
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, b.full.data(), static_cast<int>(b.full.size()), MPI_FLOAT,
+                            MPI_SUM, world.get()),
+              "MPI_Allreduce");
+  } else if (op == "all_gather") {
+    if (ours) return world.all_gather<float>(b.shard, b.full);
+    check_mpi(MPI_Allgather(b.shard.data(), n, MPI_FLOAT, b.full.data(), n, MPI_FLOAT, world.get()),
+              "MPI_Allgather");
+  } else {
+    if (ours) return world.reduce_scatter<float>(b.full, b.shard);
+    check_mpi(
+        MPI_Reduce_scatter_block(b.full.data(), b.shard.data(), n, MPI_FLOAT, MPI_SUM, world.get()),
+        "MPI_Reduce_scatter_block");
+  }
+}
+
+// Runs `op` once on a known pattern and checks every element; an Error on every rank if wrong.
+void check_result(const std::string& op, bool ours, Buffers& b, const Comm& world) {
+  const std::size_t n = b.shard.size();
+  const int p = world.size(), r = world.rank();
+  std::fill(b.shard.begin(), b.shard.end(), static_cast<float>(r));
+  for (std::size_t i = 0; i < b.full.size(); ++i)
+    b.full[i] = op == "all_reduce" ? static_cast<float>(r + 1) : static_cast<float>(i / n + 1);
+  call(op, ours, b, world);
+  std::size_t wrong = 0;
+  if (op == "all_reduce") {
+    for (float x : b.full) wrong += x != static_cast<float>(p * (p + 1) / 2);
+  } else if (op == "all_gather") {
+    for (std::size_t i = 0; i < b.full.size(); ++i) wrong += b.full[i] != static_cast<float>(i / n);
+  } else {
+    for (float x : b.shard) wrong += x != static_cast<float>(p * (r + 1));
+  }
+  if (world.all_reduce_value<std::uint64_t>(wrong) != 0)
+    fail(op + " by " + (ours ? "trident" : "MPI") + " gave a wrong result at " +
+         std::to_string(b.full.size() * sizeof(float)) + " bytes");
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+std::string human_bytes(std::size_t bytes) {
+  const char* units[] = {"B", "K", "M", "G"};
+  int u = 0;
+  while (u < 3 && bytes >= 1024 && bytes % 1024 == 0) bytes /= 1024, ++u;
+  return std::to_string(bytes) + units[u];
+}
+
+struct Timing {
+  int reps = 0;
+  double ours = 0;  // seconds per call, median
+  double mpi = 0;
+};
+
+// Times `op` on buffers of `elements` floats (a multiple of the group size).
+Timing measure(const std::string& op, std::size_t elements, double seconds, const Comm& world) {
+  Buffers b{std::vector<float>(elements), std::vector<float>(elements / world.size())};
+  check_result(op, true, b, world);
+  check_result(op, false, b, world);
+  std::fill(b.full.begin(), b.full.end(), 0.0f);  // sums of zeros stay finite
+
+  // One repetition; both times are this rank's, so ranks' clocks never mix.
+  auto repetition = [&](int i, double& ours, double& mpi) {
+    for (int k = 0; k < 2; ++k) {
+      const bool run_ours = (k == 0) == (i % 2 == 0);  // alternate which goes first
+      world.barrier();
+      const double t0 = MPI_Wtime();
+      call(op, run_ours, b, world);
+      (run_ours ? ours : mpi) = MPI_Wtime() - t0;
+    }
+  };
+  double warm_ours = 0, warm_mpi = 0;
+  const double t0 = MPI_Wtime();
+  repetition(0, warm_ours, warm_mpi);
+  const double per_rep = world.all_reduce_value(MPI_Wtime() - t0, ReduceOp::max);
+
+  Timing t;
+  t.reps = std::clamp(static_cast<int>(seconds / per_rep), kMinReps, kMaxReps);
+  std::vector<double> ours(t.reps), mpi(t.reps);
+  for (int i = 0; i < t.reps; ++i) repetition(i, ours[i], mpi[i]);
+  world.all_reduce<double>(ours, ReduceOp::max);  // a call takes as long as its slowest rank
+  world.all_reduce<double>(mpi, ReduceOp::max);
+  t.ours = median(ours);
+  t.mpi = median(mpi);
+  return t;
+}
+
+// nccl-tests' bus bandwidth, GB/s.
+double bus_bandwidth(const std::string& op, std::size_t bytes, double seconds, int n) {
+  const double factor = (op == "all_reduce" ? 2.0 : 1.0) * (n - 1) / n;
+  return static_cast<double>(bytes) / seconds * factor / 1e9;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return run_main(argc, argv, [](int argc, char** argv) {
+    const Comm world = Comm::world();
+    std::size_t min_bytes = 4 << 10, max_bytes = 64 << 20;
+    double seconds = 1.0;
+    std::vector<std::string> ops{"all_reduce", "all_gather", "reduce_scatter"};
+    CLI::App app{"Time trident's collectives next to blocking MPI, interleaved in one run."};
+    app.add_option("--min-bytes", min_bytes, "smallest message (full buffer), e.g. 4K")
+        ->transform(CLI::AsSizeValue(false));
+    app.add_option("--max-bytes", max_bytes, "largest message; sizes grow by 4x, e.g. 64M")
+        ->transform(CLI::AsSizeValue(false));
+    app.add_option("--ops", ops, "operations, comma-separated")
+        ->delimiter(',')
+        ->check(CLI::IsMember({"all_reduce", "all_gather", "reduce_scatter"}));
+    app.add_option("--seconds-per-size", seconds, "time to spend on each operation and size")
+        ->check(CLI::PositiveNumber);
+    parse_command_line(app, argc, argv, world);
+    if (min_bytes < 1 || min_bytes > max_bytes)
+      fail("need 1 <= --min-bytes <= --max-bytes, got " + std::to_string(min_bytes) + " and " +
+           std::to_string(max_bytes));
+
+    const int threads = configure_threads(world);
+    const int per_node = node_comm(world).size();
+    const int p = world.size();
+    char version[MPI_MAX_LIBRARY_VERSION_STRING];
+    int length = 0;
+    MPI_Get_library_version(version, &length);
+    const std::string library(version, std::find(version, version + length, '\n'));
+    if (world.rank() == 0)
+      std::printf(
+          "# bench_comm: %d ranks, %d ranks per node, %d threads per rank; %s\n"
+          "# float32 sum; time = median over reps of the slowest rank's call; "
+          "busbw as nccl-tests; mpi/trident > 1: trident is faster\n"
+          "%-15s %8s %5s %12s %12s %12s %12s %12s\n",
+          p, per_node, threads, library.c_str(), "op", "bytes", "reps", "trident_us",
+          "trident_GB/s", "mpi_us", "mpi_GB/s", "mpi/trident");
+
+    for (const std::string& op : ops) {
+      for (std::size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
+        // A multiple of the group size, at least one element per rank.
+        const std::size_t elements = std::max<std::size_t>(bytes / sizeof(float) / p, 1) * p;
+        const std::size_t actual = elements * sizeof(float);
+        const Timing t = measure(op, elements, seconds, world);
+        if (world.rank() == 0)
+          std::printf("%-15s %8s %5d %12.1f %12.3f %12.1f %12.3f %12.2f\n", op.c_str(),
+                      human_bytes(actual).c_str(), t.reps, t.ours * 1e6,
+                      bus_bandwidth(op, actual, t.ours, p), t.mpi * 1e6,
+                      bus_bandwidth(op, actual, t.mpi, p), t.mpi / t.ours);
+        std::fflush(stdout);
+      }
+    }
+    return 0;
+  });
+}

@@ -1,0 +1,70 @@
+// trident/backend/cpu/gemm.hpp: the one matrix product every kernel of nn/ goes through.
+//
+// C = op(A) op(B) + beta C on row-major views (Eigen maps with a row stride, so that one head's
+// columns inside a fused QKV matrix are a view, not a copy). This is the seam between the math
+// and the hardware: the CPU backend runs Eigen's GEMM (OpenMP threads when not already inside a
+// parallel region); a CUDA backend replaces this function with cuBLAS.
+#pragma once
+
+#include <cassert>
+#include <type_traits>
+
+// GCC 12's AVX-512 intrinsics warn about their own `__Y = __Y` idiom inside Eigen's GEMM
+// kernels (GCC bug 105593, fixed in GCC 13). The warning is attributed to the intrinsics' lines,
+// so it is silenced where Eigen (and with it the intrinsics) is first included.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <Eigen/Core>
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+#include <trident/tensor/matrix.hpp>
+
+namespace trident::backend {
+
+// A (rows, cols) row-major view of `data` whose rows are `stride` elements apart.
+template <class T>
+StridedMap<T> view(T* data, Eigen::Index rows, Eigen::Index cols, Eigen::Index stride) {
+  return StridedMap<T>(data, rows, cols, Eigen::OuterStride<>(stride));
+}
+template <class T>
+StridedMap<T> view(T* data, Eigen::Index rows, Eigen::Index cols) {
+  return view(data, rows, cols, cols);
+}
+template <class T>
+CStridedMap<T> cview(const T* data, Eigen::Index rows, Eigen::Index cols, Eigen::Index stride) {
+  return CStridedMap<T>(data, rows, cols, Eigen::OuterStride<>(stride));
+}
+template <class T>
+CStridedMap<T> cview(const T* data, Eigen::Index rows, Eigen::Index cols) {
+  return cview(data, rows, cols, cols);
+}
+
+// C: (M, N) = op(A): (M, K) op(B): (K, N) + beta C, where op(X) is X or X^T.
+// beta 0 overwrites C (whatever it held, NaN included); beta 1 accumulates.
+// C must not overlap A or B (the product is evaluated straight into C).
+template <class T>
+void gemm(StridedMap<T> C, const CStridedMap<T>& A, const CStridedMap<T>& B, bool trans_a,
+          bool trans_b, std::common_type_t<T> beta) {
+  assert((trans_a ? A.cols() : A.rows()) == C.rows() && "gemm: rows of op(A) != rows of C");
+  assert((trans_b ? B.rows() : B.cols()) == C.cols() && "gemm: cols of op(B) != cols of C");
+  assert((trans_a ? A.rows() : A.cols()) == (trans_b ? B.cols() : B.rows()) &&
+         "gemm: inner dimensions of op(A) and op(B) differ");
+  const auto product = [&](const auto& a, const auto& b) {
+    if (beta == T(0)) {
+      C.noalias() = a * b;
+    } else {
+      if (beta != T(1)) C *= beta;
+      C.noalias() += a * b;
+    }
+  };
+  if (!trans_a && !trans_b) product(A, B);
+  if (!trans_a && trans_b) product(A, B.transpose());
+  if (trans_a && !trans_b) product(A.transpose(), B);
+  if (trans_a && trans_b) product(A.transpose(), B.transpose());
+}
+
+}  // namespace trident::backend

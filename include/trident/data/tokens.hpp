@@ -1,0 +1,99 @@
+// trident/data/tokens.hpp: the token stream and the global batch of a step.
+//
+// Sampling is a pure function of (seed, step, row of the global batch), so every mesh sees the
+// same global batch whatever rank holds which rows (ARCHITECTURE §2.1). Tokens are bytes
+// (vocab 256) of any text file, or synthetic tokens for any vocab.
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "../core/error.hpp"
+#include "../model/init.hpp"
+
+namespace trident {
+
+// A text corpus every Debian system has: the GNU GPL version 3 among its common licenses.
+inline const char* default_corpus() { return "/usr/share/common-licenses/GPL-3"; }
+
+class TokenSource {
+ public:
+  // Byte-level tokens of a file. Throws Error naming the file when it cannot be read or is
+  // shorter than one sequence plus one.
+  static TokenSource from_file(const std::string& path, int seq) {
+    std::ifstream in(path, std::ios::binary);
+    require(static_cast<bool>(in), "cannot read the data file '" + path + "'");
+    std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)),
+                                     std::istreambuf_iterator<char>());
+    require(bytes.size() > static_cast<std::size_t>(seq) + 1,
+            "the data file '" + path + "' has " + std::to_string(bytes.size()) +
+                " bytes, fewer than one sequence of " + std::to_string(seq) + " + 1");
+    TokenSource s;
+    s.tokens_.assign(bytes.begin(), bytes.end());
+    s.vocab_ = 256;
+    s.name_ = path;
+    return s;
+  }
+  // Synthetic tokens: uniform over the vocab, a function of (seed, step, row, position).
+  static TokenSource synthetic(int vocab) {
+    TokenSource s;
+    s.vocab_ = vocab;
+    s.name_ = "synthetic";
+    return s;
+  }
+
+  int vocab() const { return vocab_; }  // tokens are < vocab()
+  const std::string& name() const { return name_; }
+  bool is_synthetic() const { return tokens_.empty(); }
+
+  // Row `row` of step `step`: inputs (seq) and targets (seq, the inputs shifted by one).
+  void sample(std::uint64_t seed, int step, int row, int seq, std::int32_t* inputs,
+              std::int32_t* targets) const {
+    const std::uint64_t key = mix64(seed ^ mix64((std::uint64_t(step) << 32) | unsigned(row)));
+    if (is_synthetic()) {
+      for (int t = 0; t <= seq; ++t) {
+        const auto tok = static_cast<std::int32_t>(mix64(key + t) % std::uint64_t(vocab_));
+        if (t < seq) inputs[t] = tok;
+        if (t > 0) targets[t - 1] = tok;
+      }
+      return;
+    }
+    const std::size_t start = mix64(key) % (tokens_.size() - seq - 1);
+    for (int t = 0; t < seq; ++t) {
+      inputs[t] = tokens_[start + t];
+      targets[t] = tokens_[start + t + 1];
+    }
+  }
+
+ private:
+  std::vector<std::int32_t> tokens_;
+  int vocab_ = 256;
+  std::string name_;
+};
+
+// Rows [row_begin, row_begin + rows) of a step's global batch in [s, b] order: element
+// t * rows + b is token t of row row_begin + b (Megatron's layout of activations).
+struct Microbatch {
+  int rows = 0, seq = 0;
+  std::vector<std::int32_t> inputs, targets;  // (seq * rows), [s, b] order
+};
+
+inline Microbatch sample_rows(const TokenSource& data, std::uint64_t seed, int step,
+                              int row_begin, int rows, int seq) {
+  Microbatch mb{rows, seq, std::vector<std::int32_t>(std::size_t(seq) * rows),
+                std::vector<std::int32_t>(std::size_t(seq) * rows)};
+  std::vector<std::int32_t> in(seq), tg(seq);
+  for (int b = 0; b < rows; ++b) {
+    data.sample(seed, step, row_begin + b, seq, in.data(), tg.data());
+    for (int t = 0; t < seq; ++t) {
+      mb.inputs[std::size_t(t) * rows + b] = in[t];
+      mb.targets[std::size_t(t) * rows + b] = tg[t];
+    }
+  }
+  return mb;
+}
+
+}  // namespace trident

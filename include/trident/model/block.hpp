@@ -1,0 +1,139 @@
+// trident/model/block.hpp: one GPT-2 decoder block on one tensor-parallel rank, forward and
+// backward side by side.
+//
+//   x2  = x  + RowParallel(Attention(ColumnParallel(LN1(x))))      attention half
+//   out = x2 + RowParallel(GELU(ColumnParallel(LN2(x2))))          MLP half
+//
+// QKV and FC are column-parallel, the projections row-parallel (Megatron-LM §3): one TP
+// all-reduce per half in forward and one in backward; with sequence parallelism an all-gather
+// and a reduce-scatter instead, and x, x2 are this rank's sequence shard.
+// Sizes: S tokens per sequence, B sequences, N = S*B rows, n = tp.local_rows(N) rows in the
+// LayerNorm/residual regions, C hidden, Cl = C/t, Hl = H/t heads of D = C/H on this rank.
+#pragma once
+
+#include <algorithm>
+#include <array>
+
+#include "../core/memory.hpp"
+#include "../nn/attention.hpp"
+#include "../nn/gelu.hpp"
+#include "../nn/layernorm.hpp"
+#include "../tp/linear.hpp"
+#include "params.hpp"
+
+namespace trident {
+
+// What a block's backward needs from its forward (kept per microbatch).
+template <class T>
+struct BlockActivations {
+  Buffer<T> x;                   // (n, C) input: the residual stream
+  Buffer<T> ln1_mean, ln1_rstd;  // (n)
+  Buffer<T> ln1;                 // (N, C) LN1 output as QKV saw it (gathered under SP)
+  Buffer<T> qkv;                 // (N, 3 Cl)
+  Buffer<T> probs;               // (B, Hl, S, S)
+  Buffer<T> att;                 // (N, Cl)
+  Buffer<T> x2;                  // (n, C) residual after attention
+  Buffer<T> ln2_mean, ln2_rstd;  // (n)
+  Buffer<T> ln2;                 // (N, C)
+  Buffer<T> fc, act;             // (N, 4 Cl) before and after GELU
+
+  // Frees all but the input x (full activation recomputation keeps only the block's input).
+  void drop_all_but_input() {
+    Buffer<T> input = std::move(x);
+    *this = BlockActivations{};
+    x = std::move(input);
+  }
+};
+
+template <class T>
+class Block {
+ public:
+  Block(const GPTConfig& c, const TensorParallel& tp, int B)
+      : tp_(tp), S_(c.seq), B_(B), C_(c.hidden), Cl_(c.hidden / tp.size()),
+        Hl_(c.heads / tp.size()), D_(c.head_size()) {
+    const UnitLayout layout = layout_unit(block_unit(c, 0), tp.size(), tp.rank());
+    for (int k = 0; k < kBlockParams; ++k) offset_[k] = layout.params[k].offset;
+    qkv_ = {C_, 3 * Cl_};
+    proj_ = {Cl_, C_};
+    fc_ = {C_, 4 * Cl_};
+    mlp_proj_ = {4 * Cl_, C_};
+  }
+
+  int rows() const { return S_ * B_; }
+  int local_rows() const { return tp_.local_rows(rows()); }
+
+  // a.x holds the input; fills a; writes the block's output to out (n, C). w: the unit's params.
+  void forward(BlockActivations<T>& a, T* out, const T* w) const {
+    const int N = rows(), n = local_rows();
+    auto act = [&](Buffer<T>& b, std::size_t size) { b.allocate(MemoryKind::activations, size); };
+    act(a.ln1_mean, n), act(a.ln1_rstd, n), act(a.ln1, N * C_), act(a.qkv, N * 3 * Cl_);
+    act(a.probs, std::size_t(B_) * Hl_ * S_ * S_), act(a.att, N * Cl_), act(a.x2, n * C_);
+    act(a.ln2_mean, n), act(a.ln2_rstd, n), act(a.ln2, N * C_), act(a.fc, N * 4 * Cl_);
+    act(a.act, N * 4 * Cl_);
+    Buffer<T> ln_local(MemoryKind::buffers, tp_.sequence_parallel ? n * C_ : 0);
+    Buffer<T> y_partial(MemoryKind::buffers, N * C_), y(MemoryKind::buffers, n * C_);
+    T* ln_out1 = tp_.sequence_parallel ? ln_local.data() : a.ln1.data();
+    T* ln_out2 = tp_.sequence_parallel ? ln_local.data() : a.ln2.data();
+
+    // attention half
+    nn::layernorm_forward(ln_out1, a.ln1_mean.data(), a.ln1_rstd.data(), a.x.data(), w + offset_[kLn1W],
+                          w + offset_[kLn1B], n, C_);
+    qkv_.forward(tp_, a.qkv.data(), ln_out1, a.ln1.data(), w + offset_[kQkvW], w + offset_[kQkvB], N);
+    nn::attention_forward(a.att.data(), a.probs.data(), a.qkv.data(), B_, S_, Hl_, D_);
+    proj_.forward(tp_, y.data(), y_partial.data(), a.att.data(), w + offset_[kAttnProjW],
+                  w + offset_[kAttnProjB], N);
+    add(a.x2.data(), a.x.data(), y.data(), n * C_);
+    // MLP half
+    nn::layernorm_forward(ln_out2, a.ln2_mean.data(), a.ln2_rstd.data(), a.x2.data(), w + offset_[kLn2W],
+                          w + offset_[kLn2B], n, C_);
+    fc_.forward(tp_, a.fc.data(), ln_out2, a.ln2.data(), w + offset_[kFcW], w + offset_[kFcB], N);
+    nn::gelu_forward(a.act.data(), a.fc.data(), a.fc.size());
+    mlp_proj_.forward(tp_, y.data(), y_partial.data(), a.act.data(), w + offset_[kMlpProjW],
+                      w + offset_[kMlpProjB], N);
+    add(out, a.x2.data(), y.data(), n * C_);
+  }
+
+  // dout: (n, C) gradient of the output; dx: (n, C) gradient of the input (overwritten).
+  // g: the unit's gradient buffer (accumulates).
+  void backward(const BlockActivations<T>& a, T* dx, const T* dout, const T* w, T* g) const {
+    const int N = rows(), n = local_rows();
+    const bool sp = tp_.sequence_parallel;
+    Buffer<T> d_act(MemoryKind::buffers, N * 4 * Cl_), d_att(MemoryKind::buffers, N * Cl_);
+    Buffer<T> d_qkv(MemoryKind::buffers, N * 3 * Cl_), dy_full(MemoryKind::buffers, sp ? N * C_ : 0);
+    Buffer<T> dln_full(MemoryKind::buffers, N * C_), dln_local(MemoryKind::buffers, sp ? n * C_ : 0);
+    Buffer<T> dx2(MemoryKind::buffers, n * C_), d_ln_in(MemoryKind::buffers, n * C_);
+    T* dln = sp ? dln_local.data() : dln_full.data();
+
+    // MLP half: out = x2 + proj(gelu(fc(ln2(x2))))
+    mlp_proj_.backward(tp_, d_act.data(), g + offset_[kMlpProjW], g + offset_[kMlpProjB], dout,
+                       dy_full.data(), a.act.data(), w + offset_[kMlpProjW], N);
+    nn::gelu_backward(d_act.data(), d_act.data(), a.fc.data(), d_act.size());
+    fc_.backward(tp_, dln, dln_full.data(), g + offset_[kFcW], g + offset_[kFcB], d_act.data(),
+                 a.ln2.data(), w + offset_[kFcW], N);
+    nn::layernorm_backward(d_ln_in.data(), g + offset_[kLn2W], g + offset_[kLn2B], dln, a.x2.data(),
+                           w + offset_[kLn2W], a.ln2_mean.data(), a.ln2_rstd.data(), n, C_);
+    add(dx2.data(), dout, d_ln_in.data(), n * C_);
+    // attention half: x2 = x + proj(attention(qkv(ln1(x))))
+    proj_.backward(tp_, d_att.data(), g + offset_[kAttnProjW], g + offset_[kAttnProjB], dx2.data(),
+                   dy_full.data(), a.att.data(), w + offset_[kAttnProjW], N);
+    nn::attention_backward(d_qkv.data(), d_att.data(), a.qkv.data(), a.probs.data(), B_, S_, Hl_, D_);
+    qkv_.backward(tp_, dln, dln_full.data(), g + offset_[kQkvW], g + offset_[kQkvB], d_qkv.data(),
+                  a.ln1.data(), w + offset_[kQkvW], N);
+    nn::layernorm_backward(d_ln_in.data(), g + offset_[kLn1W], g + offset_[kLn1B], dln, a.x.data(),
+                           w + offset_[kLn1W], a.ln1_mean.data(), a.ln1_rstd.data(), n, C_);
+    add(dx, dx2.data(), d_ln_in.data(), n * C_);
+  }
+
+ private:
+  static void add(T* out, const T* a, const T* b, std::size_t n) {
+    VecMap<T>(out, n) = CVecMap<T>(a, n) + CVecMap<T>(b, n);
+  }
+
+  const TensorParallel& tp_;
+  int S_, B_, C_, Cl_, Hl_, D_;
+  std::array<std::size_t, kBlockParams> offset_{};
+  ColumnParallelLinear<T> qkv_, fc_;
+  RowParallelLinear<T> proj_, mlp_proj_;
+};
+
+}  // namespace trident

@@ -1,0 +1,36 @@
+// trident/model/config.hpp: the GPT-2-style decoder's shape and its checks.
+#pragma once
+
+#include <string>
+
+#include "../core/error.hpp"
+
+namespace trident {
+
+struct GPTConfig {
+  int vocab = 256;    // V: tokens (byte-level by default)
+  int seq = 64;       // T: context length (rows of the position table) = training length
+  int layers = 4;     // L
+  int hidden = 64;    // C (h in Megatron's papers); the MLP is 4C wide
+  int heads = 4;      // H; head size C / H
+  unsigned long long seed = 1234;  // initialisation (model/init.hpp)
+
+  int head_size() const { return hidden / heads; }
+
+  // Parameters of the decoder: V C + T C + L (12 C^2 + 13 C) + 2 C (LM head tied to wte).
+  long long parameter_count() const {
+    const long long C = hidden;
+    return vocab * C + seq * C + layers * (12 * C * C + 13 * C) + 2 * C;
+  }
+
+  void validate() const {
+    auto s = [](long long v) { return std::to_string(v); };
+    require(vocab >= 1 && seq >= 1 && layers >= 1 && hidden >= 1 && heads >= 1,
+            "model sizes must be at least 1 (vocab " + s(vocab) + ", seq " + s(seq) + ", layers " +
+                s(layers) + ", hidden " + s(hidden) + ", heads " + s(heads) + ")");
+    require(hidden % heads == 0,
+            "hidden size " + s(hidden) + " is not divisible by the " + s(heads) + " heads");
+  }
+};
+
+}  // namespace trident

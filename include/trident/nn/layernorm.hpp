@@ -1,0 +1,74 @@
+// trident/nn/layernorm.hpp: layer normalisation over the features of each row.
+//
+// out = (x - mean) / sqrt(var + eps) * weight + bias, per row (Ba, Kiros & Hinton, "Layer
+// Normalization", 2016), with eps = 1e-5 and the biased variance, as GPT-2. The forward keeps
+// each row's mean and 1/sqrt(var + eps) ("rstd") for the backward.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+
+#include <trident/nn/column_blocks.hpp>
+
+namespace trident::nn {
+
+inline constexpr double kLayerNormEps = 1e-5;
+
+// x: (N, C), weight, bias: (C) -> out: (N, C), mean, rstd: (N)
+template <class T>
+void layernorm_forward(T* out, T* mean, T* rstd, const T* x, const T* weight, const T* bias, int N,
+                       int C) {
+#pragma omp parallel for
+  for (int i = 0; i < N; ++i) {
+    const T* xi = x + static_cast<std::ptrdiff_t>(i) * C;
+    T* oi = out + static_cast<std::ptrdiff_t>(i) * C;
+    T m = 0;
+    for (int c = 0; c < C; ++c) m += xi[c];
+    m /= C;
+    T var = 0;
+    for (int c = 0; c < C; ++c) var += (xi[c] - m) * (xi[c] - m);
+    var /= C;
+    const T s = T(1) / std::sqrt(var + T(kLayerNormEps));
+    for (int c = 0; c < C; ++c) oi[c] = (xi[c] - m) * s * weight[c] + bias[c];
+    mean[i] = m;
+    rstd[i] = s;
+  }
+}
+
+// dout, x: (N, C), weight: (C), mean, rstd: (N)
+// -> dx: (N, C) overwritten; dweight, dbias: (C) +=
+// With n = (x - mean) rstd and g = dout * weight (per row):
+//   dx = rstd (g - mean(g) - n mean(g n)),  dweight += sum_rows dout n,  dbias += sum_rows dout.
+template <class T>
+void layernorm_backward(T* dx, T* dweight, T* dbias, const T* dout, const T* x, const T* weight,
+                        const T* mean, const T* rstd, int N, int C) {
+#pragma omp parallel for
+  for (int i = 0; i < N; ++i) {
+    const std::ptrdiff_t row = static_cast<std::ptrdiff_t>(i) * C;
+    const T *xi = x + row, *di = dout + row;
+    T* dxi = dx + row;
+    T g_mean = 0, gn_mean = 0;
+    for (int c = 0; c < C; ++c) {
+      const T g = di[c] * weight[c];
+      g_mean += g;
+      gn_mean += g * (xi[c] - mean[i]) * rstd[i];
+    }
+    g_mean /= C;
+    gn_mean /= C;
+    for (int c = 0; c < C; ++c) {
+      const T n = (xi[c] - mean[i]) * rstd[i];
+      dxi[c] = rstd[i] * (di[c] * weight[c] - g_mean - n * gn_mean);
+    }
+  }
+  for_column_blocks(C, [&](int c0, int c1) {
+    for (int i = 0; i < N; ++i) {
+      const std::ptrdiff_t row = static_cast<std::ptrdiff_t>(i) * C;
+      for (int c = c0; c < c1; ++c) {
+        dweight[c] += dout[row + c] * (x[row + c] - mean[i]) * rstd[i];
+        dbias[c] += dout[row + c];
+      }
+    }
+  });
+}
+
+}  // namespace trident::nn

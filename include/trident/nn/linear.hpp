@@ -1,0 +1,47 @@
+// trident/nn/linear.hpp: the fully connected layer, out = x w + bias.
+//
+// The weight is stored (in, out) as GPT-2's Conv1D (Radford et al., 2019), so the forward is a
+// plain x w with no transpose. Both products go through backend::gemm.
+#pragma once
+
+#include <cstddef>
+
+#include <trident/backend/cpu/gemm.hpp>
+#include <trident/nn/column_blocks.hpp>
+
+namespace trident::nn {
+
+// x: (N, I), w: (I, O), bias: (O) or nullptr -> out: (N, O)
+template <class T>
+void linear_forward(T* out, const T* x, const T* w, const T* bias, int N, int I, int O) {
+  backend::gemm(backend::view(out, N, O), backend::cview(x, N, I), backend::cview(w, I, O), false,
+                false, 0);
+  if (!bias) return;
+#pragma omp parallel for
+  for (int i = 0; i < N; ++i) {
+    T* row = out + static_cast<std::ptrdiff_t>(i) * O;
+    for (int o = 0; o < O; ++o) row[o] += bias[o];
+  }
+}
+
+// dout: (N, O), x: (N, I), w: (I, O)
+// -> dx: (N, I) = dout w^T, overwritten (nullptr: skipped)
+//    dw: (I, O) += x^T dout;  dbias: (O) += column sums of dout (nullptr: skipped)
+template <class T>
+void linear_backward(T* dx, T* dw, T* dbias, const T* dout, const T* x, const T* w, int N, int I,
+                     int O) {
+  if (dx)
+    backend::gemm(backend::view(dx, N, I), backend::cview(dout, N, O), backend::cview(w, I, O),
+                  false, true, 0);
+  backend::gemm(backend::view(dw, I, O), backend::cview(x, N, I), backend::cview(dout, N, O), true,
+                false, 1);
+  if (!dbias) return;
+  for_column_blocks(O, [&](int o0, int o1) {
+    for (int i = 0; i < N; ++i) {
+      const T* row = dout + static_cast<std::ptrdiff_t>(i) * O;
+      for (int o = o0; o < o1; ++o) dbias[o] += row[o];
+    }
+  });
+}
+
+}  // namespace trident::nn

@@ -1,0 +1,126 @@
+// trident/plan/communication.hpp: bytes each GPU sends per training step, per parallel axis,
+// and which links carry them.
+//
+// Collectives are counted as rings: an all-reduce of n bytes over g ranks sends 2 (g-1)/g n
+// bytes from each rank, a reduce-scatter or an all-gather (g-1)/g n. Ranks are placed as in
+// Megatron-LM (and mesh/mesh.hpp): rank = tp + TP * (dp + DP * pp), so tensor parallelism is
+// the fastest axis and fills a node first. An axis whose group spans nodes runs at the
+// inter-node bandwidth (its slowest link), otherwise at the intra-node bandwidth.
+#pragma once
+
+#include "cluster.hpp"
+#include "config.hpp"
+#include "model_spec.hpp"
+
+namespace trident::plan {
+
+// Bytes one rank sends in a ring all-reduce of `bytes` over `ranks`.
+inline double ring_all_reduce_bytes(double bytes, int ranks) {
+  return 2.0 * (ranks - 1) / ranks * bytes;
+}
+
+// Bytes one rank sends in a ring reduce-scatter or all-gather of `bytes` (the full buffer).
+inline double ring_gather_bytes(double bytes, int ranks) {
+  return static_cast<double>(ranks - 1) / ranks * bytes;
+}
+
+// All-reduces of the activation (b s h) per layer per microbatch (Megatron-LM, Shoeybi et al.
+// 2019, §3): 2 in the forward (g after attention and after the MLP), 2 in the backward (f);
+// full recomputation reruns the forward's 2 (Korthikanti et al. 2022, §5). Selective
+// recomputation redoes only the attention core, between the collectives.
+inline int tp_all_reduces_per_layer(Recompute r) {
+  return r == Recompute::full ? 6 : 4;
+}
+
+// Tensor parallelism, per GPU per step: the all-reduces of the layers of this stage, for each
+// microbatch. Sequence parallelism (Korthikanti §4.2.2) replaces each all-reduce by an
+// all-gather and a reduce-scatter of the same bytes in all. The embedding's and the loss's
+// collectives (one b s h and a few b s per microbatch) are left out: under 1/L of the total.
+inline double tp_bytes(const ModelSpec& m, const Config& c, const Precision& p) {
+  if (c.tp == 1) return 0;
+  const double activation =
+      static_cast<double>(c.microbatch_size) * m.seq * m.hidden * p.activation_bytes;  // b s h
+  const double layers = static_cast<double>(m.layers) / c.pp;
+  return layers * c.microbatches * tp_all_reduces_per_layer(c.recompute) *
+         ring_all_reduce_bytes(activation, c.tp);
+}
+
+// Pipeline parallelism, per GPU per step (Narayanan et al. 2021, §4.1): each microbatch sends
+// its activation (b s h) forward and its gradient backward across each stage boundary; the
+// interleaved schedule has v times the boundaries (§2.2.2). With TP each rank sends only its
+// 1/t of the tensor (the scatter/gather optimisation, §4.1).
+inline double pp_bytes(const ModelSpec& m, const Config& c, const Precision& p) {
+  if (c.pp == 1) return 0;
+  const double activation =
+      static_cast<double>(c.microbatch_size) * m.seq * m.hidden * p.activation_bytes;
+  return 2.0 * c.microbatches * c.virtual_stages * activation / c.tp;
+}
+
+// Data parallelism, per GPU per step (ZeRO, Rajbhandari et al. 2020, §7): stages 0-2 move
+// 2 Psi (an all-reduce of the gradients, or a reduce-scatter of them and an all-gather of the
+// updated parameters), stage 3 3 Psi (parameters all-gathered for the forward and again for the
+// backward, gradients reduce-scattered); each pass a ring, (Nd-1)/Nd per byte. Psi is the
+// model-parallel shard. The paper counts one microbatch; here gradients accumulate over the m
+// microbatches at stages 0-1 and are reduced once, while stage 2 reduce-scatters them after
+// each microbatch's backward (it keeps no full gradient) and stage 3 also re-gathers the
+// parameters for each microbatch.
+inline double dp_bytes(double psi, const Config& c, const Precision& p) {
+  if (c.dp == 1) return 0;
+  const double m = c.microbatches;
+  double passes = 0;  // bytes per parameter, before the ring factor
+  switch (c.zero) {
+    case 0:
+      passes = 2 * p.grad_bytes;
+      break;
+    case 1:
+      passes = p.grad_bytes + p.param_bytes;
+      break;
+    case 2:
+      passes = m * p.grad_bytes + p.param_bytes;
+      break;
+    default:
+      passes = m * (p.grad_bytes + 2 * p.param_bytes);
+      break;
+  }
+  return ring_gather_bytes(passes * psi, c.dp);
+}
+
+struct AxisBytes {
+  double tp = 0, pp = 0, dp = 0;
+};
+
+inline AxisBytes comm_bytes(const ModelSpec& m, const Config& c, const Precision& p) {
+  const double psi = static_cast<double>(shard_parameters(m, c.tp, c.pp));
+  return {tp_bytes(m, c, p), pp_bytes(m, c, p), dp_bytes(psi, c, p)};
+}
+
+// Which axes have a group with ranks on two nodes.
+struct CrossesNodes {
+  bool tp = false, pp = false, dp = false;
+};
+
+// A group of `size` ranks `stride` apart starting at `first` spans nodes when its first and
+// last rank sit on different ones.
+inline bool spans_nodes(long long first, int size, long long stride, int gpus_per_node) {
+  return first / gpus_per_node != (first + (size - 1) * stride) / gpus_per_node;
+}
+
+// Checks every group of every axis under rank = tp + TP * (dp + DP * pp): a TP group is TP
+// neighbours, a DP group is DP ranks TP apart, a PP group is PP ranks TP*DP apart.
+inline CrossesNodes crosses_nodes(const ClusterSpec& cluster, const Config& c) {
+  const int g = cluster.gpus_per_node;
+  const long long T = c.tp, D = c.dp, P = c.pp;
+  CrossesNodes x;
+  for (long long p = 0; p < P; ++p) {
+    for (long long d = 0; d < D; ++d) x.tp = x.tp || spans_nodes(T * (d + D * p), c.tp, 1, g);
+    for (long long t = 0; t < T; ++t) x.dp = x.dp || spans_nodes(t + T * D * p, c.dp, T, g);
+  }
+  for (long long r = 0; r < T * D; ++r) x.pp = x.pp || spans_nodes(r, c.pp, T * D, g);
+  return x;
+}
+
+inline double link_bandwidth(const ClusterSpec& cluster, bool spans) {
+  return spans ? cluster.inter_node_bw : cluster.intra_node_bw;
+}
+
+}  // namespace trident::plan

@@ -1,0 +1,58 @@
+// trident/plan/compute.hpp: the arithmetic of a training step and the pipeline bubble.
+//
+// FLOPs count the matrix multiplications (2 per multiply-add), as Narayanan et al. 2021 do
+// (§5.1, "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM");
+// the elementwise work of LayerNorm, GELU and softmax is left out. The bubble is the idle
+// time of a pipeline flush as a fraction of the ideal (bubble-free) time.
+#pragma once
+
+#include "config.hpp"
+#include "model_spec.hpp"
+
+namespace trident::plan {
+
+// One layer's forward for `sequences` sequences of s tokens (Narayanan et al. 2021, §5.1):
+// GEMMs 24 B s h^2 (QKV 6, attention projection 2, MLP 16) and attention 4 B s^2 h
+// (Q K^T and scores x V).
+inline double layer_forward_flops(const ModelSpec& m, double sequences) {
+  const double s = m.seq, h = m.hidden;
+  return 24 * sequences * s * h * h + 4 * sequences * s * s * h;
+}
+
+// The LM head's forward: 2 B s h V.
+inline double head_forward_flops(const ModelSpec& m, double sequences) {
+  return 2 * sequences * m.seq * static_cast<double>(m.hidden) * m.vocab;
+}
+
+// FLOPs the layers spend recomputing during the backward: full recomputation reruns each
+// layer's forward, selective only its attention core 4 B s^2 h (Korthikanti et al. 2022, §5).
+inline double recompute_flops(const ModelSpec& m, double sequences, Recompute r) {
+  const double s = m.seq, h = m.hidden;
+  if (r == Recompute::full) return m.layers * layer_forward_flops(m, sequences);
+  if (r == Recompute::selective) return m.layers * 4 * sequences * s * s * h;
+  return 0;
+}
+
+// FLOPs of one training step over the global batch B, all GPUs together. The backward costs
+// twice the forward, so 3 forwards, plus recomputation. Without recomputation this is
+//   72 B s L h^2 (1 + s/(6h) + V/(12 L h))  = 6 x (12 L h^2) x tokens + attention + head,
+// and with full recomputation Narayanan et al. 2021, eq. (3):
+//   96 B s L h^2 (1 + s/(6h) + V/(16 L h)).
+inline double training_flops(const ModelSpec& m, int global_batch, Recompute r) {
+  const double B = global_batch;
+  const double forward = m.layers * layer_forward_flops(m, B) + head_forward_flops(m, B);
+  return 3 * forward + recompute_flops(m, B, r);
+}
+
+// Narayanan et al. 2021, §2.2.1: a flush-based schedule (GPipe or 1F1B) idles (p-1) microbatch
+// slots of every stage, a bubble of (p-1)/m of the ideal time; the interleaved schedule with v
+// model chunks per rank shrinks it to (p-1)/(v m) (§2.2.2).
+inline double bubble_fraction(int pp, int microbatches, int virtual_stages = 1) {
+  return static_cast<double>(pp - 1) / (static_cast<double>(virtual_stages) * microbatches);
+}
+
+inline double bubble_fraction(const Config& c) {
+  return bubble_fraction(c.pp, c.microbatches, c.virtual_stages);
+}
+
+}  // namespace trident::plan

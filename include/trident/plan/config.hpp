@@ -1,0 +1,104 @@
+// trident/plan/config.hpp: one way to run a training step, and whether it is a valid one.
+//
+// A Config is a mesh (TP x PP x DP), a ZeRO stage, the microbatching of each data-parallel
+// rank's share of the global batch (b sequences per microbatch, m microbatches), the pipeline
+// schedule (GPipe, 1F1B, or interleaved 1F1B with v model chunks per pipeline rank), Megatron's
+// sequence parallelism and activation recomputation. invalid_reason() says, in one sentence,
+// why a Config cannot run a model on a cluster; it is empty for a valid one.
+#pragma once
+
+#include <string>
+
+#include "../core/error.hpp"
+#include "cluster.hpp"
+#include "model_spec.hpp"
+
+namespace trident::plan {
+
+// Activation recomputation (Korthikanti et al. 2022, §5): none, selective (only the attention
+// core softmax(QK^T)V is recomputed) or full (each layer's forward is rerun from its input).
+enum class Recompute { none, selective, full };
+
+inline const char* to_string(Recompute r) {
+  switch (r) {
+    case Recompute::none:
+      return "none";
+    case Recompute::selective:
+      return "selective";
+    case Recompute::full:
+      return "full";
+  }
+  return "?";
+}
+
+inline Recompute parse_recompute(const std::string& name) {
+  for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full})
+    if (name == to_string(r)) return r;
+  fail("unknown recompute '" + name + "' (known: none, selective, full)");
+}
+
+// GPipe (Huang et al. 2019): all forwards, then all backwards. 1F1B (PipeDream-Flush, Narayanan
+// et al. 2021 §2.2.1): the same bubble, at most p microbatches in flight; with v > 1 virtual
+// stages it is the interleaved schedule (§2.2.2).
+enum class Schedule { gpipe, one_f_one_b };
+
+inline const char* to_string(Schedule s) {
+  return s == Schedule::gpipe ? "gpipe" : "1f1b";
+}
+
+struct Config {
+  int tp = 1, pp = 1, dp = 1;
+  int zero = 0;             // ZeRO stage 0..3, over the DP group
+  int microbatch_size = 1;  // b, sequences
+  int microbatches = 1;     // m, per DP rank per step
+  int virtual_stages = 1;   // v, model chunks per pipeline rank
+  bool sequence_parallel = false;
+  Recompute recompute = Recompute::none;
+  Schedule schedule = Schedule::one_f_one_b;
+
+  int global_batch() const { return dp * microbatch_size * microbatches; }
+};
+
+// "mesh TP=8 x PP=16 x DP=64 = 8192 GPUs, not 128"
+inline std::string mesh_mismatch(int tp, int pp, int dp, int gpus) {
+  return "mesh TP=" + std::to_string(tp) + " x PP=" + std::to_string(pp) +
+         " x DP=" + std::to_string(dp) + " = " +
+         std::to_string(static_cast<long long>(tp) * pp * dp) + " GPUs, not " +
+         std::to_string(gpus);
+}
+
+// Why `c` cannot train `m` on `cluster`, or "" when it can.
+inline std::string invalid_reason(const ModelSpec& m, const ClusterSpec& cluster, const Config& c) {
+  const auto n = [](long long x) { return std::to_string(x); };
+  if (c.tp < 1 || c.pp < 1 || c.dp < 1 || c.microbatch_size < 1 || c.microbatches < 1 ||
+      c.virtual_stages < 1)
+    return "TP, PP, DP, microbatch size, microbatches and virtual stages must be at least 1";
+  if (c.zero < 0 || c.zero > 3) return "ZeRO stage " + n(c.zero) + " is not one of 0, 1, 2, 3";
+  if (static_cast<long long>(c.tp) * c.pp * c.dp != cluster.gpus)
+    return mesh_mismatch(c.tp, c.pp, c.dp, cluster.gpus);
+  // Megatron-LM §3: each TP rank holds whole attention heads and 1/t of the hidden columns.
+  if (m.heads % c.tp != 0) return "TP=" + n(c.tp) + " does not divide " + n(m.heads) + " heads";
+  if (m.hidden % c.tp != 0)
+    return "TP=" + n(c.tp) + " does not divide the hidden size " + n(m.hidden);
+  if (c.sequence_parallel && m.seq % c.tp != 0)
+    return "sequence parallelism: TP=" + n(c.tp) + " does not divide the sequence " + n(m.seq);
+  if (m.layers % (c.pp * c.virtual_stages) != 0)
+    return "PP=" + n(c.pp) + " x virtual stages " + n(c.virtual_stages) + " does not divide " +
+           n(m.layers) + " layers";
+  if (c.virtual_stages > 1) {
+    if (c.pp == 1) return "virtual stages need a pipeline (PP > 1)";
+    if (c.schedule != Schedule::one_f_one_b) return "virtual stages need the 1F1B schedule";
+    // Narayanan et al. 2021 §2.2.2: m must be a multiple of p for the interleaved schedule.
+    if (c.microbatches % c.pp != 0)
+      return "interleaved 1F1B: " + n(c.microbatches) +
+             " microbatches are not a multiple of PP=" + n(c.pp);
+  }
+  return "";
+}
+
+inline void validate(const ModelSpec& m, const ClusterSpec& cluster, const Config& c) {
+  const std::string reason = invalid_reason(m, cluster, c);
+  if (!reason.empty()) fail(reason);
+}
+
+}  // namespace trident::plan

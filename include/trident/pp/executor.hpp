@@ -1,0 +1,148 @@
+// trident/pp/executor.hpp: one stage's schedule (schedule.hpp) run over MPI point-to-point.
+//
+// The executor moves activations and their gradients and never looks inside a layer: the
+// stage is anything with
+//     forward(mb, chunk, const T* input, T* output)      input null on the first virtual stage,
+//                                                         output null on the last
+//     backward(mb, chunk, const T* doutput, T* dinput, bool last)   likewise; last: the chunk's
+//                                                         last backward of the step
+// Every receive of the step is posted at the start (MPI_Irecv into its own buffer) and every
+// send is nonblocking, so transfers overlap compute; the executor waits on a receive only
+// when the schedule needs its data. Messages are told apart by tag: (receiving chunk,
+// microbatch, direction). With verbose on, every send and receive is printed with an arrow.
+#pragma once
+
+#include <cstdio>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "../core/comm.hpp"
+#include "../core/memory.hpp"
+#include "schedule.hpp"
+#include "timeline.hpp"
+
+namespace trident::pp {
+
+template <class T>
+class Executor {
+ public:
+  // pp: the pipeline group (rank = stage); actions: this stage's list from make_schedule.
+  Executor(const Comm& pp, std::vector<Action> actions, int microbatches, int chunks,
+           std::size_t activation_size, bool verbose = false)
+      : pp_(pp),
+        actions_(std::move(actions)),
+        m_(microbatches),
+        v_(chunks),
+        size_(activation_size),
+        verbose_(verbose) {
+    for (std::size_t i = 0; i < actions_.size(); ++i)
+      if (actions_[i].op == Op::backward) last_backward_[actions_[i].chunk] = i;
+  }
+
+  // Runs one step; returns this rank's measured spans, in seconds since `origin`.
+  template <class Stage>
+  std::vector<Span> run(Stage& stage, double origin) {
+    std::map<Key, Message> inbox, outbox;
+    for (const Action& a : actions_)  // post every receive now
+      if (is_recv(a.op)) {
+        Message& msg = inbox[key(a.op, a.microbatch, a.chunk)];
+        msg.data.allocate(MemoryKind::buffers, size_);
+        msg.request = pp_.irecv(trident::Span<T>(msg.data.data(), size_), a.peer,
+                                tag(a.op, a.microbatch, a.chunk));
+      }
+    std::vector<Span> spans;
+    auto now = [&] { return trident::detail::now_seconds() - origin; };
+    for (std::size_t i = 0; i < actions_.size(); ++i) {
+      const Action& a = actions_[i];
+      const double t0 = now();
+      switch (a.op) {
+        case Op::recv_forward:
+        case Op::recv_backward: {
+          inbox.at(key(a.op, a.microbatch, a.chunk)).request.wait();
+          say(a, "<--");
+          spans.push_back({pp_.rank(), SpanKind::recv, a.microbatch, a.chunk, t0, now()});
+          break;
+        }
+        case Op::send_forward:
+        case Op::send_backward: {
+          Message& msg = outbox.at(key(a.op, a.microbatch, a.chunk));
+          const int receiver = receiving_chunk(a.op, a.chunk);
+          msg.request = pp_.isend(trident::Span<const T>(msg.data.data(), size_), a.peer,
+                                  tag(a.op, a.microbatch, receiver));
+          say(a, "-->");
+          spans.push_back({pp_.rank(), SpanKind::send, a.microbatch, a.chunk, t0, now()});
+          break;
+        }
+        case Op::forward:
+        case Op::backward: {
+          const bool fwd = a.op == Op::forward;
+          const Op in_op = fwd ? Op::recv_forward : Op::recv_backward;
+          const Op out_op = fwd ? Op::send_forward : Op::send_backward;
+          auto in = inbox.find(key(in_op, a.microbatch, a.chunk));
+          const T* input = in == inbox.end() ? nullptr : in->second.data.data();
+          T* output = nullptr;
+          if (sends(out_op, a.microbatch, a.chunk)) {
+            Message& msg = outbox[key(out_op, a.microbatch, a.chunk)];
+            msg.data.allocate(MemoryKind::buffers, size_);
+            output = msg.data.data();
+          }
+          if (fwd)
+            stage.forward(a.microbatch, a.chunk, input, output);
+          else
+            stage.backward(a.microbatch, a.chunk, input, output, last_backward_.at(a.chunk) == i);
+          if (in != inbox.end()) inbox.erase(in);  // the received data is consumed
+          spans.push_back({pp_.rank(), fwd ? SpanKind::forward : SpanKind::backward, a.microbatch,
+                           a.chunk, t0, now()});
+          break;
+        }
+      }
+      for (auto it = outbox.begin(); it != outbox.end();)  // free what has been sent
+        it = it->second.request.active() && it->second.request.test() ? outbox.erase(it)
+                                                                      : std::next(it);
+    }
+    outbox.clear();  // waits for the last sends
+    return spans;
+  }
+
+ private:
+  using Key = std::tuple<int, int, int>;  // op, microbatch, chunk
+  struct Message {
+    Buffer<T> data;
+    Request request;
+  };
+  static Key key(Op op, int mb, int chunk) { return {static_cast<int>(op), mb, chunk}; }
+
+  bool sends(Op op, int mb, int chunk) const {
+    for (const Action& a : actions_)
+      if (a.op == op && a.microbatch == mb && a.chunk == chunk) return true;
+    return false;
+  }
+  // The chunk on the other side: virtual stage g = chunk * p + stage sends forward to g + 1
+  // and backward to g - 1 (Megatron's interleaved assignment).
+  int receiving_chunk(Op op, int chunk) const {
+    const int p = pp_.size(), g = chunk * p + pp_.rank() + (op == Op::send_forward ? 1 : -1);
+    return g / p;
+  }
+  int tag(Op op, int mb, int receiver_chunk) const {
+    const bool backward = op == Op::recv_backward || op == Op::send_backward;
+    return (receiver_chunk * m_ + mb) * 2 + (backward ? 1 : 0);
+  }
+  void say(const Action& a, const char* arrow) const {
+    if (!verbose_) return;
+    const bool fwd = a.op == Op::send_forward || a.op == Op::recv_forward;
+    std::printf("[stage %d] %s %s mb %d chunk %d %s stage %d\n", pp_.rank(),
+                is_send(a.op) ? "send" : "recv", fwd ? "activation" : "gradient  ", a.microbatch,
+                a.chunk, arrow, a.peer);
+    std::fflush(stdout);
+  }
+
+  const Comm& pp_;
+  std::vector<Action> actions_;
+  int m_, v_;
+  std::size_t size_;
+  bool verbose_;
+  std::map<int, std::size_t> last_backward_;  // chunk -> index of its last backward action
+};
+
+}  // namespace trident::pp

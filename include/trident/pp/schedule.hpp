@@ -1,0 +1,215 @@
+// trident/pp/schedule.hpp: pipeline schedules as data.
+//
+// A schedule is, for each pipeline stage, the ordered list of what that stage does: forward and
+// backward passes of (microbatch, chunk) and the point-to-point sends and receives around them.
+// The same lists drive the MPI executor and the simulator (simulate.hpp), which proves that they
+// match and cannot deadlock. Model chunk c on stage s is virtual stage c*stages + s (Megatron-LM's
+// interleaved layer assignment); virtual stage g sends activations to g+1 and gradients to g-1,
+// so the last stage's chunk c feeds stage 0's chunk c+1. Communication semantics: a send is
+// buffered and never blocks; a receive blocks until its matching send has happened. Each compute
+// action is preceded by its receive (when it has a previous/next virtual stage) and followed by
+// its send. All three schedules run the k-th forward and the k-th backward "unit" of one order
+// (Megatron-LM's): `warmup` forwards, then one forward and one backward at a time (steady state),
+// then the remaining backwards (cool-down):
+//  - GPipe (Huang et al. 2019): warm-up of all m forwards, then all backwards, in the same
+//    microbatch order as the forwards (as drawn in Narayanan et al. 2021, Fig. 3, and run by
+//    PyTorch's ScheduleGPipe).
+//  - 1F1B (PipeDream-Flush, Narayanan et al. 2021 §2.2): warm-up of min(p - s - 1, m) forwards.
+//  - Interleaved 1F1B (Narayanan et al. 2021 §2.2), as Megatron-LM schedules it: microbatches go
+//    in groups of p through chunk 0, then chunk 1, ... (backward: last chunk first); warm-up of
+//    min(2 (p - s - 1) + (v - 1) p, v m) forwards. Requires m to be a multiple of p.
+#pragma once
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "../core/error.hpp"
+
+namespace trident::pp {
+
+enum class ScheduleKind { gpipe, one_f_one_b, interleaved };
+
+inline const char* to_string(ScheduleKind kind) {
+  switch (kind) {
+    case ScheduleKind::gpipe:
+      return "gpipe";
+    case ScheduleKind::one_f_one_b:
+      return "1f1b";
+    case ScheduleKind::interleaved:
+      return "interleaved";
+  }
+  return "?";
+}
+
+// "gpipe", "1f1b" or "interleaved".
+inline ScheduleKind parse_schedule(const std::string& name) {
+  for (ScheduleKind kind :
+       {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::interleaved})
+    if (name == to_string(kind)) return kind;
+  fail("unknown pipeline schedule '" + name + "' (expected gpipe, 1f1b or interleaved)");
+}
+
+// recv_forward: receive the input activation of (microbatch, chunk) from the previous virtual
+// stage; send_forward: send this chunk's output activation to the next virtual stage;
+// recv_backward: receive the gradient of this chunk's output from the next virtual stage;
+// send_backward: send the gradient of this chunk's input to the previous virtual stage.
+enum class Op { forward, backward, recv_forward, send_forward, recv_backward, send_backward };
+
+inline const char* to_string(Op op) {
+  switch (op) {
+    case Op::forward:
+      return "forward";
+    case Op::backward:
+      return "backward";
+    case Op::recv_forward:
+      return "recv_forward";
+    case Op::send_forward:
+      return "send_forward";
+    case Op::recv_backward:
+      return "recv_backward";
+    case Op::send_backward:
+      return "send_backward";
+  }
+  return "?";
+}
+
+// peer: pipeline rank of the other side for sends and receives, -1 for compute.
+struct Action {
+  Op op;
+  int microbatch;
+  int chunk;
+  int peer;
+};
+
+inline bool operator==(const Action& a, const Action& b) {
+  return a.op == b.op && a.microbatch == b.microbatch && a.chunk == b.chunk && a.peer == b.peer;
+}
+
+inline bool is_compute(Op op) {
+  return op == Op::forward || op == Op::backward;
+}
+inline bool is_send(Op op) {
+  return op == Op::send_forward || op == Op::send_backward;
+}
+inline bool is_recv(Op op) {
+  return op == Op::recv_forward || op == Op::recv_backward;
+}
+
+// Compact form: F3 / B3 for compute (F3c1 for chunk 1), rF3<1 / sF3>2 for receiving the input of
+// F3 from stage 1 / sending its output to stage 2, rB3<2 / sB3>1 likewise for gradients.
+inline std::string to_string(const Action& a) {
+  const bool forward = a.op == Op::forward || a.op == Op::recv_forward || a.op == Op::send_forward;
+  std::string s = is_recv(a.op) ? "r" : is_send(a.op) ? "s" : "";
+  s += (forward ? "F" : "B") + std::to_string(a.microbatch);
+  if (a.chunk != 0) s += "c" + std::to_string(a.chunk);
+  if (!is_compute(a.op)) s += (is_recv(a.op) ? "<" : ">") + std::to_string(a.peer);
+  return s;
+}
+
+struct ScheduleSpec {
+  ScheduleKind kind;
+  int stages;
+  int microbatches;
+  int chunks = 1;
+};
+
+inline void validate(const ScheduleSpec& spec) {
+  const std::string name = std::string("pipeline schedule ") + to_string(spec.kind) + ": ";
+  require(spec.stages >= 1,
+          name + "stages must be at least 1 (got " + std::to_string(spec.stages) + ")");
+  require(spec.microbatches >= 1,
+          name + "microbatches must be at least 1 (got " + std::to_string(spec.microbatches) + ")");
+  if (spec.kind != ScheduleKind::interleaved) {
+    require(spec.chunks == 1, name + "takes 1 model chunk per stage (got chunks = " +
+                                  std::to_string(spec.chunks) + "; use interleaved for more)");
+    return;
+  }
+  require(spec.chunks >= 2, name + "needs at least 2 model chunks per stage (got chunks = " +
+                                std::to_string(spec.chunks) + ")");
+  require(spec.microbatches % spec.stages == 0,
+          name + "microbatches must be a multiple of stages (Narayanan et al. 2021 §2.2): got " +
+              std::to_string(spec.microbatches) + " microbatches for " +
+              std::to_string(spec.stages) + " stages");
+}
+
+namespace detail {
+
+// One stage's list, written compute by compute with the receives and sends around each.
+struct StageWriter {
+  int stage, stages, chunks;
+  std::vector<Action> actions;
+
+  int prev() const { return (stage + stages - 1) % stages; }
+  int next() const { return (stage + 1) % stages; }
+  bool has_prev(int chunk) const { return chunk * stages + stage > 0; }
+  bool has_next(int chunk) const { return chunk * stages + stage < chunks * stages - 1; }
+
+  void forward(int mb, int chunk) {
+    if (has_prev(chunk)) actions.push_back({Op::recv_forward, mb, chunk, prev()});
+    actions.push_back({Op::forward, mb, chunk, -1});
+    if (has_next(chunk)) actions.push_back({Op::send_forward, mb, chunk, next()});
+  }
+  void backward(int mb, int chunk) {
+    if (has_next(chunk)) actions.push_back({Op::recv_backward, mb, chunk, next()});
+    actions.push_back({Op::backward, mb, chunk, -1});
+    if (has_prev(chunk)) actions.push_back({Op::send_backward, mb, chunk, prev()});
+  }
+};
+
+// Forwards run before the steady state on `stage`.
+inline int warmup(const ScheduleSpec& spec, int stage) {
+  const int p = spec.stages, m = spec.microbatches, v = spec.chunks;
+  switch (spec.kind) {
+    case ScheduleKind::gpipe:
+      return m;
+    case ScheduleKind::one_f_one_b:
+      return std::min(p - stage - 1, m);
+    case ScheduleKind::interleaved:
+      return std::min(2 * (p - stage - 1) + (v - 1) * p, v * m);
+  }
+  return m;
+}
+
+// The k-th forward (or backward) unit, the same on every stage: groups of p microbatches go
+// through chunk 0, 1, ..., v-1 (Megatron-LM's order); backward visits the chunks in reverse.
+struct Unit {
+  int microbatch, chunk;
+};
+inline Unit unit(const ScheduleSpec& spec, int k, bool forward) {
+  const int p = spec.stages, v = spec.chunks;
+  const int in_group = k % (p * v);
+  const int chunk = in_group / p;
+  return {k / (p * v) * p + in_group % p, forward ? chunk : v - 1 - chunk};
+}
+
+}  // namespace detail
+
+// [stage] -> that stage's ordered actions.
+inline std::vector<std::vector<Action>> make_schedule(const ScheduleSpec& spec) {
+  validate(spec);
+  const int units = spec.microbatches * spec.chunks;
+  std::vector<std::vector<Action>> schedule;
+  for (int s = 0; s < spec.stages; ++s) {
+    detail::StageWriter w{s, spec.stages, spec.chunks, {}};
+    auto forward = [&](int k) {
+      const detail::Unit u = detail::unit(spec, k, true);
+      w.forward(u.microbatch, u.chunk);
+    };
+    auto backward = [&](int k) {
+      const detail::Unit u = detail::unit(spec, k, false);
+      w.backward(u.microbatch, u.chunk);
+    };
+    const int warmup = detail::warmup(spec, s);
+    for (int k = 0; k < warmup; ++k) forward(k);  // warm-up
+    for (int k = 0; k < units - warmup; ++k) {    // steady state: 1F1B
+      forward(warmup + k);
+      backward(k);
+    }
+    for (int k = units - warmup; k < units; ++k) backward(k);  // cool-down
+    schedule.push_back(std::move(w.actions));
+  }
+  return schedule;
+}
+
+}  // namespace trident::pp

@@ -1,0 +1,211 @@
+// trident/pp/svg.hpp: a Timeline drawn as the pipeline figures of the GPipe and Megatron-LM papers.
+//
+// Ranks are rows, time runs left to right. Each forward and backward pass is a box numbered with
+// its microbatch and coloured by it: forward lighter, backward darker. For interleaved schedules,
+// chunk c > 0 is hatched (one hatch direction per chunk). Time spent receiving a message in
+// transit is a thin grey bar at the bottom of the row; the blank rest of a row is the bubble.
+// Below: a time axis and a legend. The plot is 960 px wide, wider (up to 4800) when the shortest
+// box would be under ~20 px. Plain text SVG; every box carries a <title> tooltip.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "../core/error.hpp"
+#include "timeline.hpp"
+
+namespace trident::pp {
+
+namespace detail {
+
+inline std::string xml_escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+inline std::string number(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", x);
+  return text;
+}
+
+// HSL (hue in degrees, saturation and lightness in [0, 1]) as "#rrggbb", by CSS Color 4's hslToRgb.
+inline std::string hsl(double hue, double saturation, double lightness) {
+  const double a = saturation * std::min(lightness, 1 - lightness);
+  auto channel = [&](int n) {
+    const double k = std::fmod(n + hue / 30, 12.0);
+    const double value = lightness - a * std::max(-1.0, std::min({k - 3, 9 - k, 1.0}));
+    return static_cast<int>(std::lround(value * 255));
+  };
+  char text[16];
+  std::snprintf(text, sizeof text, "#%02x%02x%02x", channel(0), channel(8), channel(4));
+  return text;
+}
+
+// Microbatch colours: hues a golden angle apart, so neighbours differ; backward darker.
+inline std::string box_colour(int microbatch, bool forward) {
+  const double hue = std::fmod(microbatch * 137.508, 360.0);
+  return forward ? hsl(hue, 0.70, 0.80) : hsl(hue, 0.60, 0.40);
+}
+
+// A tick step of 1, 2 or 5 times a power of ten, giving about 10 ticks.
+inline double tick_step(double span) {
+  const double raw = span / 10, magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  const double norm = raw / magnitude;
+  return (norm < 1.5 ? 1 : norm < 3.5 ? 2 : norm < 7.5 ? 5 : 10) * magnitude;
+}
+
+// One compute box: filled, hatched for chunk > 0, numbered when wide enough.
+inline void draw_box(std::ostringstream& svg, const Span& s, double x, double y, double w,
+                     double h) {
+  const bool forward = s.kind == SpanKind::forward;
+  svg << "<g class=\"" << to_string(s.kind) << "\"><title>stage " << s.rank << ' '
+      << to_string(s.kind) << " microbatch " << s.microbatch << " chunk " << s.chunk << " ["
+      << number(s.begin) << ", " << number(s.end) << ")</title>";
+  svg << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << w << "\" height=\"" << h
+      << "\" fill=\"" << box_colour(s.microbatch, forward)
+      << "\" stroke=\"#ffffff\" stroke-width=\"0.8\"/>";
+  if (s.chunk > 0)
+    svg << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << w << "\" height=\"" << h
+        << "\" fill=\"url(#chunk" << s.chunk << ")\"/>";
+  const std::string label = std::to_string(s.microbatch);
+  const double font = std::min(12.0, (w - 2) / (0.62 * label.size()));
+  if (font >= 6)
+    svg << "<text x=\"" << x + w / 2 << "\" y=\"" << y + h / 2 + font * 0.35 << "\" font-size=\""
+        << font << "\" text-anchor=\"middle\" font-weight=\"bold\" fill=\""
+        << (forward ? "#1a1a1a" : "#ffffff") << "\">" << label << "</text>";
+  svg << "</g>\n";
+}
+
+}  // namespace detail
+
+inline std::string timeline_svg(const Timeline& timeline, const std::string& title) {
+  const double left = 76, right = 24, top = 44, row = 28, gap = 6;
+  int chunks = 1, microbatches = 0;
+  double shortest = 0;  // the shortest compute span, to be drawn at least ~20 px wide
+  for (const Span& s : timeline.spans) {
+    chunks = std::max(chunks, s.chunk + 1);
+    microbatches = std::max(microbatches, s.microbatch + 1);
+    const bool compute = s.kind == SpanKind::forward || s.kind == SpanKind::backward;
+    if (compute && s.end > s.begin && (shortest == 0 || s.end - s.begin < shortest))
+      shortest = s.end - s.begin;
+  }
+  const double t0 = timeline.start(), span = timeline.makespan() > 0 ? timeline.makespan() : 1;
+  const double plot = shortest > 0 ? std::clamp(20 * span / shortest, 960.0, 4800.0) : 960;
+  const double scale = plot / span, width = left + plot + right;
+  const double axis = top + timeline.ranks * (row + gap);
+  const int per_line = 40;  // microbatch swatches per legend line
+  const int swatch_lines = (microbatches + per_line - 1) / per_line;
+  const double legend = axis + 44, height = legend + 28 + swatch_lines * 22 + 8;
+
+  std::ostringstream svg;
+  svg.setf(std::ios::fixed);
+  svg.precision(2);
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
+      << "\" viewBox=\"0 0 " << width << ' ' << height
+      << "\" font-family=\"Helvetica, Arial, sans-serif\">\n<defs>\n";
+  const int angles[4] = {45, -45, 0, 90};
+  for (int c = 1; c < chunks; ++c)
+    svg << "<pattern id=\"chunk" << c
+        << "\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
+           "patternTransform=\"rotate("
+        << angles[(c - 1) % 4] << ")\"><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#000\" "
+        << "stroke-opacity=\"0.35\" stroke-width=\"1.5\"/></pattern>\n";
+  svg << "</defs>\n<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n"
+      << "<text x=\"" << left << "\" y=\"26\" font-size=\"16\" font-weight=\"bold\">"
+      << detail::xml_escape(title) << "</text>\n";
+
+  for (int r = 0; r < timeline.ranks; ++r) {  // rows, with the bubble as their pale background
+    const double y = top + r * (row + gap);
+    svg << "<text x=\"" << left - 8 << "\" y=\"" << y + row / 2 + 4
+        << "\" font-size=\"12\" text-anchor=\"end\">stage " << r << "</text>\n"
+        << "<rect x=\"" << left << "\" y=\"" << y << "\" width=\"" << plot << "\" height=\"" << row
+        << "\" fill=\"#f2f2f2\"/>\n";
+  }
+  for (const Span& s : timeline.spans) {
+    const double x = left + (s.begin - t0) * scale, w = (s.end - s.begin) * scale;
+    const double y = top + s.rank * (row + gap);
+    if (s.kind == SpanKind::forward || s.kind == SpanKind::backward)
+      detail::draw_box(svg, s, x, y, w, row);
+    else if (s.kind == SpanKind::send || s.kind == SpanKind::recv)
+      svg << "<rect class=\"" << to_string(s.kind) << "\" x=\"" << x << "\" y=\"" << y + row - 4
+          << "\" width=\"" << w << "\" height=\"4\" fill=\""
+          << (s.kind == SpanKind::recv ? "#777777" : "#bbbbbb") << "\"/>\n";
+  }
+
+  // time axis
+  svg << "<line x1=\"" << left << "\" y1=\"" << axis << "\" x2=\"" << left + plot << "\" y2=\""
+      << axis << "\" stroke=\"#000\"/>\n";
+  const double step = detail::tick_step(span);
+  for (int i = 0; i * step <= span * (1 + 1e-9); ++i) {
+    const double x = left + i * step * scale;
+    svg << "<line x1=\"" << x << "\" y1=\"" << axis << "\" x2=\"" << x << "\" y2=\"" << axis + 5
+        << "\" stroke=\"#000\"/><text x=\"" << x << "\" y=\"" << axis + 18
+        << "\" font-size=\"11\" text-anchor=\"middle\">" << detail::number(i * step) << "</text>\n";
+  }
+  svg << "<text x=\"" << left + plot << "\" y=\"" << axis + 32
+      << "\" font-size=\"11\" text-anchor=\"end\">time</text>\n";
+
+  // legend: forward / backward, chunks, then the colour of each microbatch
+  double x = left;
+  auto item = [&](const std::string& fill, const std::string& overlay, const std::string& text) {
+    svg << "<rect x=\"" << x << "\" y=\"" << legend << "\" width=\"18\" height=\"14\" fill=\""
+        << fill << "\"/>";
+    if (!overlay.empty())
+      svg << "<rect x=\"" << x << "\" y=\"" << legend << "\" width=\"18\" height=\"14\" fill=\""
+          << overlay << "\"/>";
+    svg << "<text x=\"" << x + 24 << "\" y=\"" << legend + 11 << "\" font-size=\"12\">" << text
+        << "</text>\n";
+    x += 30 + 7 * text.size();
+  };
+  item(detail::box_colour(0, true), "", "forward (lighter)");
+  item(detail::box_colour(0, false), "", "backward (darker)");
+  for (int c = 0; c < chunks && chunks > 1; ++c)
+    item("#dddddd", c ? "url(#chunk" + std::to_string(c) + ")" : "", "chunk " + std::to_string(c));
+  const bool messages = std::any_of(
+      timeline.spans.begin(), timeline.spans.end(),
+      [](const Span& s) { return s.kind == SpanKind::send || s.kind == SpanKind::recv; });
+  if (messages) item("#777777", "", "receiving (in transit)");
+  svg << "<text x=\"" << left << "\" y=\"" << legend + 36
+      << "\" font-size=\"12\">microbatch:</text>\n";
+  for (int mb = 0; mb < microbatches; ++mb) {
+    const double sx = left + 80 + (mb % per_line) * 22, sy = legend + 25 + (mb / per_line) * 22;
+    svg << "<rect x=\"" << sx << "\" y=\"" << sy << "\" width=\"20\" height=\"16\" fill=\""
+        << detail::box_colour(mb, false) << "\"/><text x=\"" << sx + 10 << "\" y=\"" << sy + 12
+        << "\" font-size=\"10\" text-anchor=\"middle\" fill=\"#ffffff\">" << mb << "</text>\n";
+  }
+  svg << "</svg>\n";
+  return svg.str();
+}
+
+// Writes timeline_svg(timeline, title) to `path`; trident::Error naming the file if it cannot.
+inline void write_timeline_svg(const std::string& path, const Timeline& timeline,
+                               const std::string& title) {
+  std::ofstream out(path);
+  if (out) out << timeline_svg(timeline, title);
+  require(static_cast<bool>(out), "cannot write the timeline SVG '" + path + "'");
+}
+
+}  // namespace trident::pp

@@ -1,0 +1,76 @@
+// trident/train/options.hpp: everything that defines a training run, and its checks.
+//
+// Every check is a pure function of the options and the world size, so each rank throws the
+// same Error (ARCHITECTURE: bad input never hangs).
+#pragma once
+
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "../mesh/mesh.hpp"
+#include "../model/config.hpp"
+#include "../optim/adamw.hpp"
+#include "../pp/schedule.hpp"
+#include "../tp/tensor_parallel.hpp"
+#include "../zero/policy.hpp"
+
+namespace trident {
+
+struct TrainOptions {
+  GPTConfig model;
+  MeshShape mesh;
+  bool sequence_parallel = false;
+  pp::ScheduleKind schedule = pp::ScheduleKind::one_f_one_b;
+  int microbatches = 1;    // per DP replica per step
+  int virtual_stages = 1;  // model chunks per pipeline rank (interleaved schedule)
+  std::vector<int> pp_layers;  // layers per virtual stage; empty = even split
+  bool recompute = false;      // full activation recomputation per block
+  ZeroPolicy zero;
+  int batch = 8;  // sequences in the global batch
+  AdamW optimizer;
+  std::uint64_t data_seed = 42;
+  bool verbose = false;  // print every pipeline send and receive
+
+  int virtual_stage_count() const { return mesh.pp * virtual_stages; }
+  int rows_per_microbatch() const { return batch / (mesh.dp * microbatches); }
+};
+
+// Layers of each virtual stage: the explicit split, or an even one.
+inline std::vector<int> layer_split(const TrainOptions& o) {
+  const int stages = o.virtual_stage_count(), L = o.model.layers;
+  auto s = [](long long v) { return std::to_string(v); };
+  if (!o.pp_layers.empty()) {
+    require(static_cast<int>(o.pp_layers.size()) == stages,
+            "--pp-layers lists " + s(o.pp_layers.size()) + " stages, but the pipeline has " +
+                s(stages) + " (PP x virtual stages)");
+    const int total = std::accumulate(o.pp_layers.begin(), o.pp_layers.end(), 0);
+    for (int n : o.pp_layers) require(n >= 1, "--pp-layers: every stage needs at least 1 layer");
+    require(total == L, "--pp-layers adds up to " + s(total) + " layers, but the model has " + s(L));
+    return o.pp_layers;
+  }
+  require(stages <= L, "PP=" + s(o.mesh.pp) + (o.virtual_stages > 1 ? " x " + s(o.virtual_stages) + " virtual stages" : "") +
+                           " needs at least " + s(stages) + " layers, but the model has " + s(L));
+  require(L % stages == 0, "the " + s(L) + " layers do not divide evenly over " + s(stages) +
+                               " pipeline stages; give an explicit split with --pp-layers");
+  return std::vector<int>(stages, L / stages);
+}
+
+inline void validate(const TrainOptions& o, int world_size) {
+  auto s = [](long long v) { return std::to_string(v); };
+  o.model.validate();
+  Mesh<>::validate(o.mesh, world_size);
+  validate_tensor_parallel(o.model, o.mesh.tp, o.sequence_parallel);
+  o.zero.validate();
+  require(o.microbatches >= 1, "microbatches must be at least 1");
+  require(o.batch >= 1, "the global batch must be at least 1 sequence");
+  require(o.batch % (o.mesh.dp * o.microbatches) == 0,
+          "the global batch of " + s(o.batch) + " sequences is not divisible by DP=" +
+              s(o.mesh.dp) + " x " + s(o.microbatches) + " microbatches");
+  require(o.virtual_stages == 1 || o.schedule == pp::ScheduleKind::interleaved,
+          "virtual stages need the interleaved schedule");
+  pp::validate({o.schedule, o.mesh.pp, o.microbatches, o.virtual_stages});
+  layer_split(o);
+}
+
+}  // namespace trident

@@ -1,0 +1,173 @@
+// trident/train/trainer.hpp: one training step = schedule x model x ZeRO policy
+// (ARCHITECTURE §2, the data path of one step).
+//
+//  1. The global batch (batch sequences) is split over DP ranks by rows, each rank's rows into
+//     m microbatches: row r of the global batch is the same sequence on every mesh.
+//  2. The pipeline executor runs this stage's schedule; each model chunk keeps its parameters
+//     in a UnitStore, whose ZeRO policy launches the DP gradient reduction as units finish.
+//  3. After the last backward: the DP reductions complete; with sequence parallelism the
+//     TP-replicated parameters' gradients (partial per sequence shard) are summed over TP;
+//     the two copies of the tied embedding are summed over the embedding group.
+//  4. The global gradient norm (each element counted on one rank), clipping, AdamW on what
+//     each rank owns, and the parameters published (bf16 copies, DP all-gather).
+//  5. The loss is the mean over the global batch's tokens, as in the single-process model.
+#pragma once
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "../data/tokens.hpp"
+#include "../model/chunk.hpp"
+#include "../pp/executor.hpp"
+#include "../zero/optimizer.hpp"
+#include "options.hpp"
+
+namespace trident {
+
+struct StepResult {
+  double loss = 0, grad_norm = 0, lr = 0, seconds = 0;
+  std::vector<pp::Span> spans;  // this rank's pipeline timeline
+};
+
+template <class T, class S = T>
+class Trainer {
+ public:
+  using Chunk = ModelChunk<T, S>;
+
+  Trainer(const Comm& world, TrainOptions o, TokenSource data)
+      : o_((validate(o, world.size()), o)), mesh_(world, o.mesh), data_(std::move(data)) {
+    require(data_.vocab() <= o_.model.vocab,
+            "the data has tokens up to " + std::to_string(data_.vocab() - 1) +
+                " but the model's vocabulary is " + std::to_string(o_.model.vocab));
+    tp_ = {&mesh_.tp(), o_.sequence_parallel};
+    const std::vector<int> split = layer_split(o_);
+    const int p = o_.mesh.pp, v = o_.virtual_stages;
+    for (int c = 0; c < v; ++c) {
+      const int g = c * p + mesh_.stage();  // virtual stage
+      ChunkSpec spec{std::accumulate(split.begin(), split.begin() + g, 0), split[g], g == 0,
+                     g == p * v - 1};
+      chunks_.push_back(std::make_unique<Chunk>(o_.model, tp_, spec, o_.rows_per_microbatch(),
+                                                mesh_.dp(), o_.zero, o_.recompute));
+    }
+    const auto schedule = pp::make_schedule({o_.schedule, p, o_.microbatches, v});
+    executor_ = std::make_unique<pp::Executor<T>>(mesh_.pp(), schedule[mesh_.stage()],
+                                                   o_.microbatches, v,
+                                                   chunks_[0]->activation_size(), o_.verbose);
+  }
+
+  const TrainOptions& options() const { return o_; }
+  const Mesh<>& mesh() const { return mesh_; }
+  const TensorParallel& tp() const { return tp_; }
+  int chunks() const { return static_cast<int>(chunks_.size()); }
+  Chunk& chunk(int c) { return *chunks_[c]; }
+  int steps_done() const { return step_; }
+
+  // One optimizer step on the global batch of step `step_` (0-based). Collective.
+  StepResult step() { return step(/*apply=*/true); }
+
+  // Forward, backward and all gradient reductions, without the optimizer: gradients are left
+  // in the stores (reduced_grads) for inspection (--dump-grads). Collective.
+  StepResult gradients_only() { return step(/*apply=*/false); }
+
+  // Reduced gradients of the last gradients_only(): the stage must then be finished by
+  // apply_optimizer().
+  void apply_optimizer(StepResult& r) { optimizer(r); }
+
+ private:
+  struct Stage {  // what the executor calls
+    Trainer& t;
+    double loss = 0;
+    void forward(int mb, int c, const T* in, T* out) {
+      loss += t.chunks_[c]->forward(mb, t.micro_[mb], in, out, t.scale());
+    }
+    void backward(int mb, int c, const T* dout, T* din, bool last) {
+      t.chunks_[c]->backward(mb, t.micro_[mb], dout, din, t.scale(), last);
+    }
+  };
+
+  T scale() const { return T(1) / (T(o_.batch) * T(o_.model.seq)); }  // 1 / global tokens
+
+  StepResult step(bool apply) {
+    StepResult r;
+    const int b = o_.rows_per_microbatch();
+    micro_.clear();
+    for (int mb = 0; mb < o_.microbatches; ++mb) {
+      const int row = (mesh_.coord().dp * o_.microbatches + mb) * b;
+      micro_.push_back(sample_rows(data_, o_.data_seed, step_, row, b, o_.model.seq));
+    }
+    for (auto& c : chunks_) c->store().begin_step();
+    mesh_.world().barrier();
+    const double origin = detail::now_seconds();
+    Stage stage{*this};
+    r.spans = executor_->run(stage, origin);
+    for (auto& c : chunks_) c->store().finish_reduction();
+    sync_replicated_gradients();
+    // the loss: summed over the microbatches and DP replicas of the last stage (TP rank 0)
+    const bool counts = mesh_.is_last_stage() && mesh_.coord().tp == 0;
+    r.loss = mesh_.world().all_reduce_value(counts ? stage.loss : 0.0);
+    if (apply) optimizer(r);
+    r.seconds = detail::now_seconds() - origin;
+    return r;
+  }
+
+  void optimizer(StepResult& r) {
+    ++step_;
+    double squares = 0;
+    for (auto& c : chunks_) {
+      const bool tied_copy = c->spec().head && !c->spec().embedding;
+      UnitStore<T, S>& st = c->store();
+      squares += shard_square_sum(st, [&](int u, const LocalParam& p) {
+        if (p.tp_replicated() && mesh_.coord().tp != 0) return false;
+        return !(tied_copy && st.layout(u).name == "wte");
+      });
+    }
+    r.grad_norm = std::sqrt(mesh_.world().all_reduce_value(squares));
+    r.lr = o_.optimizer.lr_at(step_ - 1);
+    const double scale = o_.optimizer.clip_scale(r.grad_norm);
+    for (auto& c : chunks_) {
+      adamw_step(c->store(), o_.optimizer, step_, r.lr, scale);
+      c->store().end_step();
+    }
+  }
+
+  // Step 3 of the data path: the sums over TP (sequence parallelism) and over the embedding
+  // group (tied word embedding), on whatever part of the reduced gradient this rank holds.
+  void sync_replicated_gradients() {
+    for (auto& c : chunks_) {
+      UnitStore<T, S>& st = c->store();
+      if (tp_.sequence_parallel && tp_.size() > 1) {
+        std::vector<S> packed;  // TP-replicated elements of every unit, one all-reduce
+        visit_replicated(st, [&](S& x) { packed.push_back(x); });
+        mesh_.tp().all_reduce(Span<S>(packed));
+        std::size_t k = 0;
+        visit_replicated(st, [&](S& x) { x = packed[k++]; });
+      }
+      const int wte = st.find("wte");
+      if (wte >= 0 && mesh_.embedding().valid()) mesh_.embedding().all_reduce(st.reduced_grads(wte));
+    }
+  }
+  template <class F>
+  static void visit_replicated(UnitStore<T, S>& st, F&& f) {
+    for (int u = 0; u < st.size(); ++u) {
+      const Span<S> g = st.reduced_grads(u);
+      const std::size_t begin = st.policy().stage == 0 ? 0 : st.shard_begin(u);
+      for_each_param_in(st.layout(u), begin, begin + g.size(),
+                        [&](const LocalParam& p, std::size_t a, std::size_t e) {
+                          if (p.tp_replicated())
+                            for (std::size_t k = a; k < e; ++k) f(g[k - begin]);
+                        });
+    }
+  }
+
+  TrainOptions o_;
+  Mesh<> mesh_;
+  TokenSource data_;
+  TensorParallel tp_;
+  std::vector<std::unique_ptr<Chunk>> chunks_;
+  std::unique_ptr<pp::Executor<T>> executor_;
+  std::vector<Microbatch> micro_;
+  int step_ = 0;
+};
+
+}  // namespace trident

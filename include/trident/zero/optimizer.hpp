@@ -1,0 +1,61 @@
+// trident/zero/optimizer.hpp: the optimizer step on what each rank owns — the global gradient
+// norm from DP shards, and AdamW on the owned elements of every unit.
+#pragma once
+
+#include <algorithm>
+
+#include "../optim/adamw.hpp"
+#include "unit_store.hpp"
+
+namespace trident {
+
+// Calls f(param, a, b) for each parameter of `layout` overlapping the unit range [begin, end),
+// with [a, b) the overlap in unit coordinates.
+template <class F>
+void for_each_param_in(const UnitLayout& layout, std::size_t begin, std::size_t end, F&& f) {
+  for (const LocalParam& p : layout.params) {
+    const std::size_t a = std::max(begin, p.offset), b = std::min(end, p.offset + p.numel);
+    if (a < b) f(p, a, b);
+  }
+}
+
+// Sum of squared DP-reduced gradients over this rank's DP shard of every unit, for parameters
+// with counted(unit, param) (each element of the model must be counted on exactly one rank:
+// the caller skips TP-replicated copies and the tied embedding's second copy).
+template <class T, class S, class Counted>
+double shard_square_sum(UnitStore<T, S>& store, Counted&& counted) {
+  double sum = 0;
+  for (int u = 0; u < store.size(); ++u) {
+    const Span<S> g = store.reduced_grads(u);
+    const std::size_t begin = store.shard_begin(u);
+    const std::size_t base = store.policy().stage == 0 ? 0 : begin;  // g's first unit index
+    for_each_param_in(store.layout(u), begin, begin + store.shard(u),
+                      [&](const LocalParam& p, std::size_t a, std::size_t b) {
+                        if (!counted(u, p)) return;
+                        for (std::size_t k = a; k < b; ++k) {
+                          const double x = to_float(g[k - base]);
+                          sum += x * x;
+                        }
+                      });
+  }
+  return sum;
+}
+
+// AdamW (optim/adamw.hpp) on every owned element, gradients scaled by grad_scale (clipping);
+// then the store publishes the new parameters (bf16 copies, DP all-gather).
+template <class T, class S>
+void adamw_step(UnitStore<T, S>& store, const AdamW& opt, int t, double lr, double grad_scale) {
+  for (int u = 0; u < store.size(); ++u) {
+    const std::size_t begin = store.owned_begin(u);
+    const Span<S> g = store.reduced_grads(u);
+    for_each_param_in(store.layout(u), begin, begin + store.owned_size(u),
+                      [&](const LocalParam& p, std::size_t a, std::size_t b) {
+                        const std::size_t k = a - begin;
+                        opt.update(store.master(u) + k, g.data() + k, store.moment1(u) + k,
+                                   store.moment2(u) + k, b - a, t, lr, p.spec.decay, grad_scale);
+                      });
+  }
+  store.publish_params();
+}
+
+}  // namespace trident

@@ -1,0 +1,285 @@
+// trident/zero/unit_store.hpp: the flat parameter and gradient buffers of one model chunk, and
+// what each ZeRO stage does with them (policy.hpp).
+//
+// A unit's local parameters (model/params.hpp) are one flat buffer, padded to a multiple of the
+// DP size and split into DP equal shards: rank d owns [d * shard, (d+1) * shard). Units are the
+// buckets: a unit's gradient reduction is launched (nonblocking) as soon as its backward is
+// done, and overlaps the backward of the units before it.
+//
+// Types: T computes (float or double); S stores parameters and gradients (T, or bf16 for mixed
+// precision, with T master weights and moments: the paper's 2 + 2 + 12 bytes).
+//
+// The model uses four calls per unit: params() before computing with it (gathered and converted
+// as the stage needs; prefetch() starts the next one early), release() after, grads() for the
+// buffer its backward accumulates into, commit() when that unit's backward is done.
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#include "../core/comm.hpp"
+#include "../core/memory.hpp"
+#include "../model/params.hpp"
+#include "policy.hpp"
+
+namespace trident {
+
+template <class T, class S = T>
+class UnitStore {
+  static constexpr bool kSameType = std::is_same_v<T, S>;
+
+ public:
+  UnitStore(std::vector<UnitLayout> layouts, ZeroPolicy policy, const Comm& dp)
+      : policy_(policy), dp_(&dp) {
+    policy_.validate();
+    const std::size_t n = dp.size();
+    for (UnitLayout& l : layouts) {
+      Unit u;
+      u.padded = (l.numel + n - 1) / n * n;
+      u.shard = u.padded / n;
+      u.layout = std::move(l);
+      units_.push_back(std::move(u));
+    }
+  }
+
+  const ZeroPolicy& policy() const { return policy_; }
+  int size() const { return static_cast<int>(units_.size()); }
+  const UnitLayout& layout(int u) const { return units_[u].layout; }
+  int find(const std::string& name) const {
+    for (int u = 0; u < size(); ++u)
+      if (units_[u].layout.name == name) return u;
+    return -1;
+  }
+  std::size_t padded(int u) const { return units_[u].padded; }
+  std::size_t shard(int u) const { return units_[u].shard; }
+  std::size_t shard_begin(int u) const { return dp_->rank() * units_[u].shard; }
+  // The elements whose optimizer state this rank keeps: all (stage 0) or its shard.
+  std::size_t owned_begin(int u) const { return policy_.shards_optimizer() ? shard_begin(u) : 0; }
+  std::size_t owned_size(int u) const {
+    return policy_.shards_optimizer() ? units_[u].shard : units_[u].padded;
+  }
+
+  // Allocates the model states and fills the parameters; init(u, full) writes unit u's values
+  // (numel of them) into a T buffer.
+  template <class Init>
+  void initialise(Init&& init) {
+    for (int i = 0; i < size(); ++i) {
+      Unit& u = units_[i];
+      std::vector<T> full(u.padded, T(0));
+      init(i, full.data());
+      const std::size_t first = policy_.shards_parameters() ? shard_begin(i) : 0;
+      u.params.allocate(MemoryKind::parameters, policy_.shards_parameters() ? u.shard : u.padded);
+      for (std::size_t k = 0; k < u.params.size(); ++k)
+        u.params[k] = convert_to<S>(full[first + k]);
+      const std::size_t owned = owned_size(i);
+      if (!kSameType) {
+        u.master.allocate(MemoryKind::optimizer, owned);
+        std::copy_n(full.begin() + owned_begin(i), owned, u.master.data());
+      }
+      u.m.allocate(MemoryKind::optimizer, owned);
+      u.v.allocate(MemoryKind::optimizer, owned);
+      if (policy_.stage <= 1) u.grads.allocate(MemoryKind::gradients, u.padded);
+      if (policy_.shards_gradients()) u.owned.allocate(MemoryKind::gradients, u.shard);
+    }
+  }
+
+  // --- parameters -------------------------------------------------------------------------
+
+  // ZeRO-3: starts gathering unit u (no-op when it is gathered, or gathering, already).
+  void prefetch(int i) {
+    Unit& u = units_[i];
+    if (!policy_.shards_parameters() || u.view.allocated() || u.gathering.allocated()) return;
+    u.gathering.allocate(MemoryKind::buffers, u.padded);
+    u.gather = dp_->iall_gather(Span<const S>(u.params.data(), u.shard), Span<S>(u.gathering));
+  }
+
+  // Unit u's parameters, full (this TP rank's block) and in T. Valid until release(u).
+  const T* params(int i) {
+    Unit& u = units_[i];
+    if constexpr (kSameType)
+      if (!policy_.shards_parameters()) return u.params.data();
+    if (u.view.allocated()) return u.view.data();
+    if (policy_.shards_parameters()) {
+      prefetch(i);
+      u.gather.wait();
+      if constexpr (kSameType) {
+        u.view = std::move(u.gathering);
+        return u.view.data();
+      }
+    }
+    const S* full = policy_.shards_parameters() ? u.gathering.data() : u.params.data();
+    u.view.allocate(MemoryKind::buffers, u.padded);
+    for (std::size_t k = 0; k < u.padded; ++k) u.view[k] = convert_to<T>(full[k]);
+    u.gathering.reset();
+    return u.view.data();
+  }
+
+  // Frees the gathered or converted copy (kept until end_step() under keep_gathered).
+  void release(int i) {
+    if (policy_.shards_parameters() && policy_.keep_gathered) return;
+    units_[i].view.reset();
+  }
+
+  // --- gradients --------------------------------------------------------------------------
+
+  // The T buffer that unit u's backward accumulates into (+=) for the current microbatch.
+  T* grads(int i) {
+    Unit& u = units_[i];
+    if (policy_.full_gradients() && !u.grads.allocated())
+      u.grads.allocate(MemoryKind::gradients, u.padded);  // stage 2/3 per step: for this step
+    if constexpr (kSameType)
+      if (policy_.full_gradients()) return u.grads.data();
+    if (!u.scratch.allocated()) u.scratch.allocate(MemoryKind::buffers, u.padded);
+    return u.scratch.data();
+  }
+
+  // Unit u's backward for this microbatch is done; last: it was the step's last microbatch.
+  // Launches the DP reduction the stage calls for.
+  void commit(int i, bool last) {
+    Unit& u = units_[i];
+    if (u.scratch.allocated() && policy_.full_gradients()) {  // mixed precision: accumulate in S
+      for (std::size_t k = 0; k < u.padded; ++k)
+        u.grads[k] = convert_to<S>(to_float(u.grads[k]) + u.scratch[k]);
+      u.scratch.reset();
+    }
+    if (policy_.full_gradients()) {
+      if (last) reduce_full(i);
+      return;
+    }
+    // stages 2 and 3, per microbatch: reduce-scatter this microbatch's gradient, then add the
+    // owned shard into the unit's gradient shard and free the full copy.
+    auto full = std::make_shared<Buffer<S>>();
+    if constexpr (kSameType) {
+      *full = std::move(u.scratch);
+    } else {
+      full->allocate(MemoryKind::buffers, u.padded);
+      for (std::size_t k = 0; k < u.padded; ++k) (*full)[k] = convert_to<S>(u.scratch[k]);
+      u.scratch.reset();
+    }
+    Request r = dp_->ireduce_scatter_in_place(Span<S>(full->data(), full->size()));
+    pending_.push_back({std::move(r), [this, i, full] {
+                          Unit& v = units_[i];
+                          for (std::size_t k = 0; k < v.shard; ++k)
+                            v.owned[k] = convert_to<S>(to_float(v.owned[k]) + to_float((*full)[k]));
+                        }});
+  }
+
+  // Lets outstanding reductions progress (MPI progresses inside MPI calls).
+  void poll() {
+    for (Pending& p : pending_)
+      if (p.done && p.request.test()) std::exchange(p.done, nullptr)();
+  }
+
+  // Waits for every reduction: afterwards reduced_grads() holds the DP-summed gradients.
+  void finish_reduction() {
+    for (Pending& p : pending_) {
+      p.request.wait();
+      if (p.done) p.done();
+    }
+    pending_.clear();
+  }
+
+  // The DP-reduced gradient this rank holds: the whole unit (stage 0) or its owned shard.
+  Span<S> reduced_grads(int i) {
+    Unit& u = units_[i];
+    if (policy_.stage == 0) return Span<S>(u.grads.data(), u.padded);
+    if (policy_.stage == 1) return Span<S>(u.grads.data() + shard_begin(i), u.shard);
+    return Span<S>(u.owned.data(), u.shard);
+  }
+
+  // Parameters, master weights (T) and moments of the owned elements, for the optimizer.
+  S* owned_params(int i) {
+    Unit& u = units_[i];
+    return u.params.data() + (policy_.shards_parameters() ? 0 : owned_begin(i));
+  }
+  T* master(int i) {
+    if constexpr (kSameType)
+      return owned_params(i);
+    else
+      return units_[i].master.data();
+  }
+  T* moment1(int i) { return units_[i].m.data(); }
+  T* moment2(int i) { return units_[i].v.data(); }
+
+  // After the optimizer: bf16 parameters from the master weights, then (stages 1, 2) the
+  // updated shards all-gathered over DP.
+  void publish_params() {
+    std::vector<Request> gathers;
+    for (int i = 0; i < size(); ++i) {
+      Unit& u = units_[i];
+      if constexpr (!kSameType) {
+        S* p = owned_params(i);
+        for (std::size_t k = 0; k < owned_size(i); ++k) p[k] = convert_to<S>(u.master[k]);
+      }
+      if (policy_.stage == 1 || policy_.stage == 2)
+        gathers.push_back(dp_->iall_gather_in_place(Span<S>(u.params.data(), u.padded)));
+    }
+    for (Request& r : gathers) r.wait();
+  }
+
+  // Start of a step: gradients to zero, kept parameter copies freed.
+  void begin_step() {
+    for (Unit& u : units_) {
+      if (u.grads.allocated()) u.grads.fill(S(0));
+      if (u.owned.allocated()) u.owned.fill(S(0));
+      if (policy_.shards_parameters()) u.view.reset();
+    }
+  }
+  // End of a step: per-step buffers of stages 2 and 3 freed.
+  void end_step() {
+    for (Unit& u : units_) {
+      if (policy_.shards_gradients()) u.grads.reset();
+      u.gather.wait();
+      u.gathering.reset();
+      if (policy_.shards_parameters()) u.view.reset();
+    }
+  }
+
+ private:
+  struct Unit {
+    UnitLayout layout;
+    std::size_t padded = 0, shard = 0;
+    Buffer<S> params;          // full (stages 0-2) or the owned shard (3)
+    Buffer<T> master, m, v;    // owned elements: master weights (S != T), Adam moments
+    Buffer<S> grads;           // full gradient (stages 0, 1; 2 and 3 per step)
+    Buffer<S> owned;           // stages 2, 3: the owned shard of the reduced gradient
+    Buffer<T> view, scratch;   // compute copies: gathered/converted parameters, gradient
+    Buffer<S> gathering;       // ZeRO-3 all-gather target
+    Request gather;
+  };
+  struct Pending {
+    Request request;
+    std::function<void()> done;
+  };
+
+  // Reduction of a full gradient after the last microbatch: all-reduce (stage 0), or
+  // reduce-scatter in place, the result moved to the owner's position (stage 1) or into the
+  // owned shard with the full copy freed (stages 2, 3 per step).
+  void reduce_full(int i) {
+    Unit& u = units_[i];
+    Span<S> g(u.grads.data(), u.padded);
+    if (policy_.stage == 0) {
+      pending_.push_back({dp_->iall_reduce(g), nullptr});
+      return;
+    }
+    pending_.push_back({dp_->ireduce_scatter_in_place(g), [this, i] {
+                          Unit& v = units_[i];
+                          if (policy_.stage == 1) {
+                            std::memmove(v.grads.data() + shard_begin(i), v.grads.data(),
+                                         v.shard * sizeof(S));
+                          } else {
+                            std::copy_n(v.grads.data(), v.shard, v.owned.data());
+                            v.grads.reset();
+                          }
+                        }});
+  }
+
+  ZeroPolicy policy_;
+  const Comm* dp_;
+  std::vector<Unit> units_;
+  std::vector<Pending> pending_;
+};
+
+}  // namespace trident
