@@ -216,8 +216,10 @@ class Comm {
     const double t0 = detail::now_seconds();
     MPI_Request request = MPI_REQUEST_NULL;
     check_mpi(post(&request), to_string(op));
-    comm_stats().record(name_, size_, op, bytes);
-    comm_stats().add_seconds(name_, op, detail::now_seconds() - t0);
+    if (size_ > 1) {  // a group of one moves nothing between ranks: not counted
+      comm_stats().record(name_, size_, op, bytes);
+      comm_stats().add_seconds(name_, op, detail::now_seconds() - t0);
+    }
     return Request(request, name_, op);
   }
 

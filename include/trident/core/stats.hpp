@@ -12,6 +12,7 @@
 //    reduce-scatter or all-gather Psi (Rajbhandari et al. 2020, §7): see paper_volume().
 //  - seconds: wall time spent inside the call and inside its wait.
 //  - group:   the size of the communicator, kept per communicator name.
+// A communicator of one rank moves nothing and counts nothing.
 // Counts are per process, keyed by communicator name ("tp", "pp", "dp", ...) and operation.
 #pragma once
 

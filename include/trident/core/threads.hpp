@@ -15,7 +15,7 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#include <Eigen/Core>
+#include "../detail/eigen.hpp"
 
 #include "comm.hpp"
 

@@ -4,7 +4,7 @@
 // token t of sequence b, so a slice of the sequence is a contiguous block of rows.
 #pragma once
 
-#include <Eigen/Core>
+#include "../detail/eigen.hpp"
 
 namespace trident {
 

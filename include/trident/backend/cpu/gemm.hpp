@@ -9,18 +9,6 @@
 #include <cassert>
 #include <type_traits>
 
-// GCC 12's AVX-512 intrinsics warn about their own `__Y = __Y` idiom inside Eigen's GEMM
-// kernels (GCC bug 105593, fixed in GCC 13). The warning is attributed to the intrinsics' lines,
-// so it is silenced where Eigen (and with it the intrinsics) is first included.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <Eigen/Core>
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
-
 #include <trident/tensor/matrix.hpp>
 
 namespace trident::backend {

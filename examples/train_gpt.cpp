@@ -1,0 +1,202 @@
+// examples/train_gpt: train a GPT-2-style model with any mix of TP, PP, DP and ZeRO.
+//
+//   mpiexec -n 8 ./train_gpt --tp 2 --pp 2 --dp 2 --zero 1 --schedule 1f1b
+//   ./train_gpt --dtype double --steps 20              (the single-process reference run)
+//
+// Prints a progress line per step and a closing report: tokens/s, memory per rank by kind,
+// traffic per step per axis, the pipeline bubble, each next to its formula.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <trident/io/chrome_trace.hpp>
+#include <trident/io/cli.hpp>
+#include <trident/io/weights.hpp>
+#include <trident/pp/svg.hpp>
+#include <trident/train/report.hpp>
+#include <trident/trident.hpp>
+
+using namespace trident;
+
+namespace {
+
+struct Flags {
+  TrainOptions o;
+  int steps = 200, threads = 0, log_every = 10;
+  std::string dtype = "float", precision = "fp32", data = default_corpus(), schedule = "1f1b";
+  std::string recompute = "none", grad_reduce = "microbatch";
+  std::string init, save, dump_grads, json, trace, svg;
+};
+
+// Runs the whole training with compute type T and storage type S.
+template <class T, class S>
+int train(const Comm& world, Flags& f, TokenSource data) {
+  Trainer<T, S> t(world, f.o, data);
+  const Mesh<>& mesh = t.mesh();
+  warn_if_tp_spans_nodes(mesh);
+  if (!f.init.empty()) load_weights(t, f.init);
+  const TrainOptions& o = t.options();
+  if (world.rank() == 0)
+    std::printf("trident train_gpt: %s | %lld parameters (L=%d C=%d H=%d V=%d T=%d) | batch %d x "
+                "%d tokens, %d microbatches | %s%s, ZeRO-%d, %s/%s | data %s\n",
+                mesh.to_string().c_str(), o.model.parameter_count(), o.model.layers,
+                o.model.hidden, o.model.heads, o.model.vocab, o.model.seq, o.batch, o.model.seq,
+                o.microbatches, pp::to_string(o.schedule), o.sequence_parallel ? ", SP" : "",
+                o.zero.stage, f.dtype.c_str(), f.precision.c_str(), data.name().c_str());
+  std::vector<double> losses;
+  std::vector<StepResult> measured;
+  const double tokens = double(o.batch) * o.model.seq;
+  double elapsed = 0;
+  for (int s = 0; s < f.steps; ++s) {
+    if (s == 1) {  // the first step warms up; the report measures the others
+      comm_stats().reset();
+      memory_stats().reset_peaks();
+    }
+    StepResult r = (s == 0 && !f.dump_grads.empty()) ? dump_gradients_and_step(t, data, f.dump_grads)
+                                                     : t.step();
+    losses.push_back(r.loss);
+    elapsed += r.seconds;
+    if (s >= 1) measured.push_back(r);
+    if (world.rank() == 0 && (s % f.log_every == 0 || s == f.steps - 1))
+      std::printf("step %5d | loss %.6f | norm %.4f | lr %.2e | %8.0f tokens/s | %7.1f s\n", s, r.loss,
+                  r.grad_norm, r.lr, tokens / r.seconds, elapsed);
+    std::fflush(stdout);
+  }
+  if (measured.empty()) measured.push_back(StepResult{});
+  double seconds = 0;
+  for (const StepResult& r : measured) seconds += r.seconds;
+  const double tokens_per_s = measured.size() * tokens / std::max(seconds, 1e-12);
+  const RunReport report = make_report(t, measured);
+  if (!f.save.empty()) save_weights(t, f.save);
+  // the timeline of the last step: every rank's spans, gathered on rank 0
+  pp::Timeline timeline{world.size(), {}};
+  {
+    std::vector<double> mine;
+    for (const pp::Span& sp : measured.back().spans)
+      mine.insert(mine.end(), {double(world.rank()), double(int(sp.kind)), double(sp.microbatch),
+                               double(sp.chunk), sp.begin, sp.end});
+    const int count = static_cast<int>(mine.size());
+    std::vector<int> counts(world.size());
+    world.all_gather(Span<const int>(&count, 1), Span<int>(counts));
+    const int most = *std::max_element(counts.begin(), counts.end());
+    mine.resize(most, -1.0);
+    std::vector<double> all(std::size_t(most) * world.size());
+    world.all_gather(Span<const double>(mine), Span<double>(all));
+    for (std::size_t k = 0; k + 6 <= all.size(); k += 6)
+      if (all[k] >= 0)
+        timeline.spans.push_back({int(all[k]), pp::SpanKind(int(all[k + 1])), int(all[k + 2]),
+                                  int(all[k + 3]), all[k + 4], all[k + 5]});
+  }
+  if (world.rank() != 0) return 0;
+  std::printf("\n%d steps: loss %.4f -> %.4f | %.0f tokens/s (steps 1..%d) | %s\n", f.steps,
+              losses.front(), losses.back(), tokens_per_s, f.steps - 1, mesh.to_string().c_str());
+  print_report(report, o);
+  std::vector<std::string> names;
+  for (int r = 0; r < world.size(); ++r) names.push_back("rank " + std::to_string(r));
+  if (!f.trace.empty()) pp::write_chrome_trace(f.trace, timeline, names);
+  if (!f.svg.empty()) pp::write_timeline_svg(f.svg, timeline, "train_gpt, last step, " + mesh.to_string());
+  if (!f.json.empty()) {
+    nlohmann::json j;
+    j["config"] = {{"vocab", o.model.vocab}, {"seq", o.model.seq}, {"layers", o.model.layers},
+                   {"hidden", o.model.hidden}, {"heads", o.model.heads}, {"batch", o.batch},
+                   {"steps", f.steps}, {"lr", o.optimizer.lr}, {"seed", o.model.seed},
+                   {"dtype", f.dtype}, {"precision", f.precision}, {"data", data.name()},
+                   {"tp", o.mesh.tp}, {"pp", o.mesh.pp}, {"dp", o.mesh.dp}, {"zero", o.zero.stage},
+                   {"sequence_parallel", o.sequence_parallel}, {"schedule", pp::to_string(o.schedule)},
+                   {"microbatches", o.microbatches}, {"virtual_stages", o.virtual_stages},
+                   {"recompute", o.recompute}};
+    j["param_count"] = o.model.parameter_count();
+    j["losses"] = losses;
+    j["final_loss"] = losses.back();
+    j["tokens_per_s"] = tokens_per_s;
+    j["bubble"] = {{"measured", report.bubble}, {"formula", report.bubble_formula}};
+    for (const RankFigures& r : report.ranks)
+      j["ranks"].push_back(
+          {{"coord", {r.tp, r.pp, r.dp}},
+           {"memory_bytes", {{"parameters", r.parameters}, {"gradients", r.gradients},
+                             {"optimizer", r.optimizer}, {"activations_peak", r.activations},
+                             {"buffers_peak", r.buffers}}},
+           {"model_states_formula_bytes", r.states.total()},
+           {"traffic_bytes_per_step", {{"tp", r.traffic.tp}, {"pp", r.traffic.pp}, {"dp", r.traffic.dp}, {"emb", r.traffic.emb}}},
+           {"traffic_formula_bytes_per_step", {{"tp", r.formula.tp}, {"pp", r.formula.pp}, {"dp", r.formula.dp}, {"emb", r.formula.emb}}}});
+    std::ofstream out(f.json);
+    require(static_cast<bool>(out << j.dump(2) << "\n"), "cannot write the report '" + f.json + "'");
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return run_main(argc, argv, [](int argc, char** argv) {
+    const Comm world = Comm::world();
+    Flags f;
+    TrainOptions& o = f.o;
+    o.model = {256, 64, 4, 128, 4, 1337};
+    o.batch = 16;
+    o.optimizer.lr = 3e-3;
+    CLI::App app{"Train a GPT-2-style decoder with tensor, pipeline and data parallelism plus ZeRO."};
+    app.add_option("--layers", o.model.layers, "decoder blocks")->capture_default_str();
+    app.add_option("--hidden", o.model.hidden, "hidden size C")->capture_default_str();
+    app.add_option("--heads", o.model.heads, "attention heads")->capture_default_str();
+    app.add_option("--vocab", o.model.vocab, "vocabulary (256 for bytes)")->capture_default_str();
+    app.add_option("--seq", o.model.seq, "sequence length (= context)")->capture_default_str();
+    app.add_option("--batch", o.batch, "sequences per step (global batch)")->capture_default_str();
+    app.add_option("--steps", f.steps, "optimizer steps")->capture_default_str();
+    app.add_option("--lr", o.optimizer.lr, "peak learning rate")->capture_default_str();
+    app.add_option("--seed", o.model.seed, "initialisation seed")->capture_default_str();
+    app.add_option("--data-seed", o.data_seed, "sampling seed")->capture_default_str();
+    app.add_option("--dtype", f.dtype, "compute type")->check(CLI::IsMember({"float", "double"}))->capture_default_str();
+    app.add_option("--data", f.data, "a text file (byte tokens) or 'synthetic'")->capture_default_str();
+    app.add_option("--init", f.init, "initial weights (safetensors, GPT-2 names)");
+    app.add_option("--save", f.save, "write the final weights (safetensors)");
+    app.add_option("--dump-grads", f.dump_grads, "write the first step's gradients, loss and batch");
+    app.add_option("--json", f.json, "write the run report as JSON");
+    app.add_option("--threads", f.threads, "threads per rank (default: cores / ranks on the node)");
+    app.add_option("--log-every", f.log_every, "steps between progress lines")->check(CLI::PositiveNumber);
+    app.add_option("--tp", o.mesh.tp, "tensor-parallel size")->capture_default_str();
+    app.add_flag("--sequence-parallel", o.sequence_parallel, "sequence parallelism (Korthikanti et al.)");
+    app.add_option("--pp", o.mesh.pp, "pipeline-parallel size")->capture_default_str();
+    app.add_option("--schedule", f.schedule, "pipeline schedule")->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}))->capture_default_str();
+    auto* mb = app.add_option("--microbatches", o.microbatches, "microbatches per step (default 2 x PP)");
+    app.add_option("--virtual-stages", o.virtual_stages, "model chunks per pipeline rank (interleaved)")->capture_default_str();
+    app.add_option("--pp-layers", o.pp_layers, "layers per (virtual) stage, e.g. 3,2,2,1")->delimiter(',');
+    app.add_option("--recompute", f.recompute, "activation recomputation")->check(CLI::IsMember({"none", "full"}))->capture_default_str();
+    app.add_option("--trace", f.trace, "write the last step's timeline as a Chrome trace (Perfetto)");
+    app.add_option("--svg", f.svg, "write the last step's timeline as an SVG picture");
+    app.add_flag("--verbose", o.verbose, "print every pipeline send and receive");
+    app.add_option("--dp", o.mesh.dp, "data-parallel size")->capture_default_str();
+    app.add_option("--zero", o.zero.stage, "ZeRO stage")->check(CLI::IsMember({0, 1, 2, 3}))->capture_default_str();
+    app.add_option("--grad-reduce", f.grad_reduce, "ZeRO-2/3 gradient reduction: per microbatch or per step")->check(CLI::IsMember({"microbatch", "step"}))->capture_default_str();
+    app.add_flag("--keep-gathered", o.zero.keep_gathered, "ZeRO-3: keep parameters gathered for the whole step");
+    app.add_option("--precision", f.precision, "fp32, or bf16 parameters/gradients with fp32 master weights")->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
+    parse_command_line(app, argc, argv, world);
+
+    if (mb->count() == 0) o.microbatches = o.mesh.pp > 1 ? 2 * o.mesh.pp : 1;
+    o.schedule = pp::parse_schedule(f.schedule);
+    o.recompute = f.recompute == "full";
+    o.zero.reduce = f.grad_reduce == "step" ? GradReduce::per_step : GradReduce::per_microbatch;
+    o.optimizer.steps = f.steps;
+    o.optimizer.warmup = std::max(1, f.steps / 20);
+    o.optimizer.min_lr = o.optimizer.lr / 10;
+    require(f.steps >= 1, "--steps must be at least 1");
+    configure_threads(world, f.threads);
+
+    TokenSource data = TokenSource::synthetic(o.model.vocab);
+    if (f.data != "synthetic") {
+      std::string message;
+      try {
+        data = TokenSource::from_file(f.data, o.model.seq);
+      } catch (const Error& e) {
+        message = e.what();
+      }
+      agree(world, message.empty(), message);
+    }
+    if (f.precision == "bf16") {
+      require(f.dtype == "float", "bf16 mixed precision computes in float: use --dtype float");
+      return train<float, bf16>(world, f, data);
+    }
+    if (f.dtype == "double") return train<double, double>(world, f, data);
+    return train<float, float>(world, f, data);
+  });
+}

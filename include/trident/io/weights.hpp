@@ -1,0 +1,114 @@
+// trident/io/weights.hpp: a Trainer's parameters to and from safetensors files under Hugging
+// Face GPT-2 names, and the gradient dump of one step.
+//
+// Saving gathers every tensor on world rank 0, which writes the file. Loading has every rank
+// read the file and keep its own block (its TP shard; its DP shard under ZeRO-3). Errors are
+// agreed between ranks, so a bad file is the same Error everywhere.
+#pragma once
+
+#include <string>
+
+#include "../core/environment.hpp"
+#include "../train/collect.hpp"
+#include "safetensors.hpp"
+
+namespace trident {
+
+namespace detail {
+// Runs f() on every rank; an Error on any rank becomes the same Error on all. Collective.
+template <class F>
+void agreed(const Comm& world, F&& f) {
+  std::string message;
+  try {
+    f();
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  agree(world, message.empty(), message);
+}
+
+template <class T>
+void add_tensors(io::SafetensorsWriter& w, const NamedTensors<T>& tensors, const GPTConfig& c) {
+  for (const UnitSpec& u : all_units(c))
+    for (const ParamSpec& p : u.params) w.add(p.name, tensors.at(p.name).data(), p.shape);
+}
+
+// A tensor of the file as T, whatever its floating-point dtype (F64, F32 or BF16).
+template <class T>
+std::vector<T> read_as(const io::SafetensorsReader& r, const std::string& name,
+                       const std::vector<std::int64_t>& shape) {
+  auto convert = [](const auto& in) {
+    std::vector<T> out(in.size());
+    for (std::size_t k = 0; k < in.size(); ++k) out[k] = convert_to<T>(in[k]);
+    return out;
+  };
+  switch (r.info(name).dtype) {
+    case io::DType::F64: return convert(r.read<double>(name, shape));
+    case io::DType::F32: return convert(r.read<float>(name, shape));
+    case io::DType::BF16: return convert(r.read<bf16>(name, shape));
+    default:
+      fail(r.path() + ": tensor '" + name + "' has dtype " + io::to_string(r.info(name).dtype) +
+           "; parameters must be F64, F32 or BF16");
+  }
+}
+}  // namespace detail
+
+// Writes every parameter to `path` (from world rank 0). Collective.
+template <class T, class S>
+void save_weights(Trainer<T, S>& t, const std::string& path) {
+  const NamedTensors<T> params = collect_parameters(t);
+  detail::agreed(t.mesh().world(), [&] {
+    if (t.mesh().rank() != 0) return;
+    io::SafetensorsWriter w;
+    detail::add_tensors(w, params, t.options().model);
+    w.set_metadata("format", "pt");
+    w.write(path);
+  });
+}
+
+// Replaces the parameters (and resets the optimizer) with those of `path`. Collective.
+template <class T, class S>
+void load_weights(Trainer<T, S>& t, const std::string& path) {
+  detail::agreed(t.mesh().world(), [&] {
+    const io::SafetensorsReader r(path);
+    for (int c = 0; c < t.chunks(); ++c) {
+      UnitStore<T, S>& st = t.chunk(c).store();
+      st.initialise([&](int u, T* out) {
+        for (const LocalParam& p : st.layout(u).params) {
+          const std::vector<T> full = detail::read_as<T>(r, p.spec.name, p.spec.shape);
+          fill_local(p.layout, out + p.offset, [&](std::int64_t g) { return full[g]; });
+        }
+      });
+    }
+  });
+}
+
+// Runs the step's forward and backward and writes, before the optimizer, every gradient of the
+// mean loss, the loss (scalar "loss") and the global batch ("inputs", "targets": int32
+// [batch, seq]) — what another framework needs to reproduce the step from the same weights.
+// Then applies the optimizer. Collective.
+template <class T, class S>
+StepResult dump_gradients_and_step(Trainer<T, S>& t, const TokenSource& data,
+                                   const std::string& path) {
+  StepResult r = t.gradients_only();
+  const NamedTensors<T> grads = collect_gradients(t);
+  detail::agreed(t.mesh().world(), [&] {
+    if (t.mesh().rank() != 0) return;
+    const TrainOptions& o = t.options();
+    io::SafetensorsWriter w;
+    detail::add_tensors(w, grads, o.model);
+    const T loss = static_cast<T>(r.loss);
+    w.add("loss", &loss, {});
+    std::vector<std::int32_t> inputs(std::size_t(o.batch) * o.model.seq), targets(inputs.size());
+    for (int row = 0; row < o.batch; ++row)
+      data.sample(o.data_seed, t.steps_done(), row, o.model.seq, &inputs[std::size_t(row) * o.model.seq],
+                  &targets[std::size_t(row) * o.model.seq]);
+    w.add("inputs", inputs.data(), {o.batch, o.model.seq});
+    w.add("targets", targets.data(), {o.batch, o.model.seq});
+    w.write(path);
+  });
+  t.apply_optimizer(r);
+  return r;
+}
+
+}  // namespace trident

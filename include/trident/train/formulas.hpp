@@ -1,0 +1,114 @@
+// trident/train/formulas.hpp: what this rank's memory and traffic should be, from the papers'
+// formulas applied to this run's shapes — printed next to the measured figures, and asserted
+// against CommStats and MemoryStats by the tests.
+//
+// Bytes follow CommStats' convention (core/stats.hpp): the whole logical buffer of each call.
+#pragma once
+
+#include <cstddef>
+
+#include "trainer.hpp"
+
+namespace trident {
+
+struct Traffic {
+  double tp = 0, pp = 0, dp = 0, emb = 0;  // bytes per step per axis, sent by this rank
+};
+
+struct ModelStates {
+  double parameters = 0, gradients = 0, optimizer = 0;
+  double total() const { return parameters + gradients + optimizer; }
+};
+
+// Psi of the ZeRO paper for this rank: elements of its model-parallel shard (units padded to a
+// multiple of DP).
+template <class T, class S>
+std::size_t local_parameters(Trainer<T, S>& t) {
+  std::size_t psi = 0;
+  for (int c = 0; c < t.chunks(); ++c)
+    for (int u = 0; u < t.chunk(c).store().size(); ++u) psi += t.chunk(c).store().padded(u);
+  return psi;
+}
+
+// ZeRO paper §5.1 (Figure 1): per-rank model states (2 + 2 + K) Psi (stage 0), 4 Psi + K Psi / Nd
+// (1), 2 Psi + (2 + K) Psi / Nd (2), (2 + 2 + K) Psi / Nd (3), with the byte sizes of this run:
+// parameters and gradients in S, K = two moments (+ master weights when S != T) in T.
+template <class T, class S>
+ModelStates model_state_formula(Trainer<T, S>& t) {
+  const double psi = double(local_parameters(t)), nd = t.mesh().shape().dp;
+  const ZeroPolicy& z = t.options().zero;
+  const double k = (std::is_same_v<T, S> ? 2.0 : 3.0) * sizeof(T);
+  ModelStates m;
+  m.parameters = psi * sizeof(S) / (z.shards_parameters() ? nd : 1.0);
+  m.gradients = z.stage <= 1 ? psi * sizeof(S) : psi * sizeof(S) / nd;
+  m.optimizer = psi * k / (z.shards_optimizer() ? nd : 1.0);
+  return m;
+}
+
+// Traffic of one step on each axis.
+//  TP (Megatron-LM §3): per block and microbatch, 2 all-reduces of b s h elements in forward and
+//    2 in backward (sequence parallelism, Korthikanti et al. 2022 §4.2.2: an all-gather and a
+//    reduce-scatter of the same size instead); + 2 more per block with recomputation; the
+//    embedding's g (forward) and the head's f (backward) each one b s h all-reduce, under SP
+//    with the conjugate all-gather too; the vocab-parallel cross-entropy's all-reduce of the
+//    row maxima (b s) and of the sums and target logits (2 b s); under SP one all-reduce per
+//    step of the TP-replicated parameters' gradients.
+//  PP: b s h (b s h / t under SP) per microbatch per stage boundary, forward and backward.
+//  DP (ZeRO paper §7.2): stage 0 all-reduce of Psi; 1: reduce-scatter + all-gather of Psi;
+//    2: reduce-scatter (per microbatch: m times) + all-gather; 3: reduce-scatter, and each
+//    unit gathered before its forward and its backward (the embedding's backward needs no
+//    parameters; a tied wte in the same chunk is gathered for the embedding and the head).
+//  emb: the tied embedding's gradient (the part this rank holds), once per step.
+template <class T, class S>
+Traffic traffic_formula(Trainer<T, S>& t) {
+  const TrainOptions& o = t.options();
+  const int m = o.microbatches, tpn = o.mesh.tp, p = o.mesh.pp, v = o.virtual_stages;
+  const bool sp = o.sequence_parallel && tpn > 1;
+  const double N = double(o.model.seq) * o.rows_per_microbatch(), C = o.model.hidden;
+  const double act = N * C * sizeof(T), rows = N * sizeof(T);
+  Traffic f;
+  for (int c = 0; c < t.chunks(); ++c) {
+    const ChunkSpec& s = t.chunk(c).spec();
+    UnitStore<T, S>& st = t.chunk(c).store();
+    if (tpn > 1) {
+      double per_mb = s.layers * (4 + (o.recompute ? 2 : 0)) * act;
+      if (s.embedding) per_mb += (sp ? 2 : 1) * act;
+      if (s.head) per_mb += (sp ? 2 : 1) * act + 3 * rows;
+      f.tp += m * per_mb;
+      if (sp) {
+        double replicated = 0;  // TP-replicated elements of the reduced gradients held here
+        for (int u = 0; u < st.size(); ++u) {
+          const std::size_t held = st.reduced_grads(u).size(), begin = st.policy().stage == 0 ? 0 : st.shard_begin(u);
+          for_each_param_in(st.layout(u), begin, begin + held, [&](const LocalParam& lp, std::size_t a, std::size_t b) {
+            if (lp.tp_replicated()) replicated += double(b - a);
+          });
+        }
+        f.tp += replicated * sizeof(S);
+      }
+    }
+    const int g = c * p + t.mesh().stage();
+    const double boundary = (g > 0 ? 1 : 0) + (g < p * v - 1 ? 1 : 0);
+    f.pp += m * boundary * act / (sp ? tpn : 1);
+    const ZeroPolicy& z = o.zero;
+    double psi = 0, fwd_gathers = 0, bwd_gathers = 0;
+    for (int u = 0; u < st.size(); ++u) {
+      const double bytes = double(st.padded(u)) * sizeof(S);
+      const std::string& name = st.layout(u).name;
+      psi += bytes;
+      fwd_gathers += bytes * ((name == "wte" && s.embedding && s.head) ? 2 : 1);
+      const bool embedding_only = s.embedding && (name == "wpe" || (name == "wte" && !s.head));
+      bwd_gathers += embedding_only ? 0 : bytes;
+    }
+    if (o.mesh.dp > 1) {
+      const double reductions = (z.stage >= 2 && z.reduce == GradReduce::per_microbatch) ? m : 1;
+      if (z.stage == 0) f.dp += psi;
+      if (z.stage == 1 || z.stage == 2) f.dp += psi * reductions + psi;
+      if (z.stage == 3) f.dp += psi * reductions + (z.keep_gathered ? psi : m * (fwd_gathers + bwd_gathers));
+    }
+    const int wte = st.find("wte");
+    if (wte >= 0 && p > 1) f.emb += double(st.reduced_grads(wte).size()) * sizeof(S);
+  }
+  return f;
+}
+
+}  // namespace trident

@@ -1,0 +1,113 @@
+// trident/train/report.hpp: the run report — per rank, measured memory by kind and traffic per
+// axis next to their formulas (formulas.hpp), and the measured pipeline bubble next to
+// (p-1)/(m+p-1) (Huang et al. 2019; interleaved: (p-1)/(v m + p-1), Narayanan et al. 2021).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "formulas.hpp"
+
+namespace trident {
+
+// One rank's figures; the fields are doubles so that all ranks' figures gather in one call.
+struct RankFigures {
+  double tp = 0, pp = 0, dp = 0;                      // mesh coordinates
+  double parameters = 0, gradients = 0, optimizer = 0;  // bytes held now
+  double activations = 0, buffers = 0;                // peak bytes during the measured steps
+  ModelStates states;                                 // formula
+  Traffic traffic, formula;                           // bytes per step
+  double compute = 0, end = 0;                        // seconds per step in forward/backward; last span's end
+};
+static_assert(sizeof(RankFigures) % sizeof(double) == 0);
+
+struct RunReport {
+  std::vector<RankFigures> ranks;  // world rank order (world rank 0 only)
+  double bubble = 0, bubble_formula = 0;
+};
+
+// Measures spans and CommStats over `steps` steps (the caller resets the counters before them).
+// Collective; the report is complete on world rank 0.
+template <class T, class S>
+RunReport make_report(Trainer<T, S>& t, const std::vector<StepResult>& measured) {
+  RankFigures f;
+  const MeshCoord c = t.mesh().coord();
+  f.tp = c.tp, f.pp = c.pp, f.dp = c.dp;
+  const MemoryStats& mem = memory_stats();
+  f.parameters = double(mem.current(MemoryKind::parameters));
+  f.gradients = double(mem.current(MemoryKind::gradients));
+  f.optimizer = double(mem.current(MemoryKind::optimizer));
+  f.activations = double(mem.peak(MemoryKind::activations));
+  f.buffers = double(mem.peak(MemoryKind::buffers));
+  f.states = model_state_formula(t);
+  f.formula = traffic_formula(t);
+  const double n = std::max<std::size_t>(1, measured.size());
+  auto bytes = [&](const char* axis) { return double(comm_stats().of(axis).total().bytes) / n; };
+  // received bytes are the other side of a send: count what this rank sends
+  f.traffic = {bytes("tp"), double(comm_stats().of("pp")[CommOp::send].bytes) / n, bytes("dp"),
+               bytes("emb")};
+  for (const StepResult& r : measured)
+    for (const pp::Span& s : r.spans) {
+      if (s.kind == pp::SpanKind::forward || s.kind == pp::SpanKind::backward)
+        f.compute += (s.end - s.begin) / n;
+      f.end = std::max(f.end, s.end);
+    }
+  // the spans of each step start at the step's barrier; average their length over the steps
+  double ends = 0;
+  for (const StepResult& r : measured) {
+    double e = 0;
+    for (const pp::Span& s : r.spans) e = std::max(e, s.end);
+    ends += e / n;
+  }
+  f.end = ends;
+
+  RunReport report;
+  const Comm& world = t.mesh().world();
+  constexpr std::size_t kDoubles = sizeof(RankFigures) / sizeof(double);
+  std::vector<double> all(kDoubles * world.size());
+  world.all_gather(Span<const double>(reinterpret_cast<const double*>(&f), kDoubles), Span<double>(all));
+  report.ranks.resize(world.size());
+  std::copy_n(all.data(), all.size(), reinterpret_cast<double*>(report.ranks.data()));
+  double compute = 0, makespan = 0;
+  for (const RankFigures& r : report.ranks) compute += r.compute, makespan = std::max(makespan, r.end);
+  report.bubble = makespan > 0 ? 1.0 - compute / (report.ranks.size() * makespan) : 0;
+  const TrainOptions& o = t.options();
+  const double p = o.mesh.pp, m = o.microbatches, v = o.virtual_stages;
+  report.bubble_formula = (p - 1) / (v * m + p - 1);
+  return report;
+}
+
+inline void print_report(const RunReport& r, const TrainOptions& o) {
+  const double MiB = 1024.0 * 1024.0;
+  std::printf("\nmemory per rank, MiB (measured from the buffers; model states next to the ZeRO "
+              "paper's formula, Rajbhandari et al. 2020 §5.1)\n");
+  std::printf("%5s %9s %11s %10s %10s %12s %10s %12s %12s\n", "rank", "tp,pp,dp", "parameters",
+              "gradients", "optimizer", "states", "(formula)", "activations", "comm bufs");
+  for (std::size_t k = 0; k < r.ranks.size(); ++k) {
+    const RankFigures& f = r.ranks[k];
+    std::printf("%5zu %3.0f,%2.0f,%2.0f %11.3f %10.3f %10.3f %12.3f %10.3f %12.3f %12.3f\n", k, f.tp,
+                f.pp, f.dp, f.parameters / MiB, f.gradients / MiB, f.optimizer / MiB,
+                (f.parameters + f.gradients + f.optimizer) / MiB, f.states.total() / MiB,
+                f.activations / MiB, f.buffers / MiB);
+  }
+  std::printf("\ntraffic per step per rank, MiB sent (measured by CommStats / formula; "
+              "train/formulas.hpp cites each)\n");
+  std::printf("%5s %21s %21s %21s %21s\n", "rank", "TP all-reduce", "PP point-to-point",
+              "DP reduction", "tied embedding");
+  for (std::size_t k = 0; k < r.ranks.size(); ++k) {
+    const Traffic &m = r.ranks[k].traffic, &f = r.ranks[k].formula;
+    std::printf("%5zu %10.3f / %-8.3f %10.3f / %-8.3f %10.3f / %-8.3f %10.3f / %-8.3f\n", k, m.tp / MiB,
+                f.tp / MiB, m.pp / MiB, f.pp / MiB, m.dp / MiB, f.dp / MiB, m.emb / MiB, f.emb / MiB);
+  }
+  if (o.mesh.pp > 1)
+    std::printf("\npipeline bubble: measured %.3f, formula (p-1)/(%sm+p-1) = %.3f "
+                "(p=%d, m=%d%s)\n",
+                r.bubble, o.virtual_stages > 1 ? "v " : "", r.bubble_formula, o.mesh.pp,
+                o.microbatches,
+                o.virtual_stages > 1 ? (", v=" + std::to_string(o.virtual_stages)).c_str() : "");
+}
+
+}  // namespace trident
