@@ -71,9 +71,12 @@ Traffic traffic_formula(Trainer<T, S>& t) {
     const ChunkSpec& s = t.chunk(c).spec();
     UnitStore<T, S>& st = t.chunk(c).store();
     if (tpn > 1) {
-      double per_mb = s.layers * (4 + (o.recompute ? 2 : 0)) * act;
-      if (s.embedding) per_mb += (sp ? 2 : 1) * act;
-      if (s.head) per_mb += (sp ? 2 : 1) * act + 3 * rows;
+      // an all-reduce counts its buffer once; its SP replacement, all-gather + reduce-scatter,
+      // counts it twice (the same traffic in the paper's units: 2 b s h either way)
+      const double op = (sp ? 2 : 1) * act;
+      double per_mb = s.layers * (4 + (o.recompute ? 2 : 0)) * op;
+      if (s.embedding) per_mb += op;
+      if (s.head) per_mb += op + 3 * rows;
       f.tp += m * per_mb;
       if (sp) {
         double replicated = 0;  // TP-replicated elements of the reduced gradients held here

@@ -1,0 +1,113 @@
+// Memory and communication accounting against the papers' formulas, read off real buffers
+// (MemoryStats) and real calls (CommStats):
+//  - model states per rank: (2+2+K)Psi, 4Psi + K Psi/Nd, 2Psi + (2+K)Psi/Nd, (2+2+K)Psi/Nd
+//    (ZeRO paper §5.1) with this run's byte sizes, Psi counted with partition padding;
+//  - DP volume per step in the paper's units (§7.2): 2 Psi for stages 0-2, 3 Psi for stage 3;
+//  - TP: per block and microbatch 2 all-reduces of b*s*h in forward and 2 in backward
+//    (Megatron-LM §3); with SP an all-gather and a reduce-scatter of the same bytes instead.
+#include <trident/train/formulas.hpp>
+
+#include "parity.hpp"
+
+using namespace trident;
+
+namespace {
+template <class T, class S = T>
+std::unique_ptr<Trainer<T, S>> trainer(const Comm& comm, TrainOptions o) {
+  return std::make_unique<Trainer<T, S>>(comm, o, TokenSource::synthetic(o.model.vocab));
+}
+double held(MemoryKind k) { return double(memory_stats().current(k)); }
+}  // namespace
+
+TEST_CASE("model-state memory per rank equals the ZeRO paper's formula, fp32 and bf16 mixed") {
+  TRIDENT_RANKS(4, comm);
+  for (int stage = 0; stage <= 3; ++stage)
+    for (bool mixed : {false, true}) {
+      TrainOptions o = test::small_options({2, 1, 2});
+      o.zero = ZeroPolicy{stage};
+      INFO("ZeRO-" << stage << (mixed ? " bf16" : " fp32"));
+      auto check = [&](auto& t, double P, double K) {
+        const double psi = double(local_parameters(*t)), nd = 2;
+        const double paper[4] = {(P + P + K) * psi, 2 * P * psi + K * psi / nd,
+                                 P * psi + (P + K) * psi / nd, (P + P + K) * psi / nd};
+        const double measured = held(MemoryKind::parameters) + held(MemoryKind::gradients) +
+                                held(MemoryKind::optimizer);
+        CHECK(measured == paper[stage]);
+        CHECK(model_state_formula(*t).total() == paper[stage]);
+        // Psi is the rank's model-parallel shard, padded to a multiple of Nd per unit
+        const double unpadded = double(o.model.parameter_count()) / 2;  // TP=2 halves it...
+        CHECK(psi >= unpadded * 0.95);  // ...except the replicated LayerNorms and biases
+      };
+      if (mixed) {
+        auto t = trainer<float, bf16>(comm, o);
+        check(t, 2, 12);  // the paper's mixed precision: 2 + 2 + 12
+      } else {
+        auto t = trainer<float>(comm, o);
+        check(t, 4, 8);  // fp32 Adam: parameters 4, gradients 4, two moments 8
+      }
+    }
+}
+
+TEST_CASE("DP traffic per step: 2 Psi for ZeRO 0-2 and 3 Psi for ZeRO-3, counted by CommStats") {
+  TRIDENT_RANKS(4, comm);
+  for (int stage = 0; stage <= 3; ++stage) {
+    TrainOptions o = test::small_options({1, 2, 2});
+    o.zero = ZeroPolicy{stage};
+    o.batch = 4;
+    auto t = trainer<double>(comm, o);
+    comm_stats().reset();
+    t->step();
+    const double psi = double(local_parameters(*t)) * sizeof(double);
+    const double volume = double(comm_stats().of("dp").paper_volume());
+    INFO("ZeRO-" << stage << " stage " << t->mesh().stage());
+    if (stage < 3) CHECK(volume == 2 * psi);
+    // ZeRO-3 gathers each unit before its forward and its backward; the embedding's backward
+    // needs no parameters (the first stage saves the gathers of wte and wpe)
+    if (stage == 3 && t->mesh().is_last_stage()) CHECK(volume == 3 * psi);
+    if (stage == 3 && t->mesh().is_first_stage()) {
+      UnitStore<double>& st = t->chunk(0).store();
+      const double embedding = double(st.padded(st.find("wte")) + st.padded(st.find("wpe"))) * sizeof(double);
+      CHECK(volume == 3 * psi - embedding);
+    }
+    CHECK(double(comm_stats().of("dp").total().bytes) == traffic_formula(*t).dp);
+  }
+}
+
+TEST_CASE("TP traffic: 2 all-reduces of b*s*h per block half and microbatch; SP moves the same bytes") {
+  TRIDENT_RANKS(2, comm);
+  double volume[2] = {0, 0}, sync = 0;
+  for (bool sp : {false, true}) {
+    TrainOptions o = test::small_options({2, 1, 1});
+    o.sequence_parallel = sp;
+    o.microbatches = 2;
+    o.batch = 4;
+    auto t = trainer<double>(comm, o);
+    comm_stats().reset();
+    t->step();
+    const CommCounts tp = comm_stats().of("tp");
+    const double bsh = double(o.model.seq) * o.rows_per_microbatch() * o.model.hidden * sizeof(double);
+    const double bs = double(o.model.seq) * o.rows_per_microbatch() * sizeof(double);
+    const int L = o.model.layers, m = o.microbatches;
+    INFO(std::string(sp ? "with SP" : "without SP"));
+    if (!sp) {
+      // blocks: 2 in forward and 2 in backward; the embedding's g and the head's f; the
+      // cross-entropy's maxima (b s) and sums with target logits (2 b s)
+      CHECK(tp[CommOp::all_reduce].calls == std::uint64_t(m * (4 * L + 2 + 2)));
+      CHECK(double(tp[CommOp::all_reduce].bytes) == m * ((4 * L + 2) * bsh + 3 * bs));
+      CHECK(tp[CommOp::all_gather].calls + tp[CommOp::reduce_scatter].calls == 0);
+    } else {
+      // each of those all-reduces of b s h becomes an all-gather + a reduce-scatter
+      CHECK(tp[CommOp::all_gather].calls == std::uint64_t(m * (4 * L + 2)));
+      CHECK(tp[CommOp::reduce_scatter].calls == std::uint64_t(m * (4 * L + 2)));
+      CHECK(double(tp[CommOp::all_gather].bytes) == m * (4 * L + 2) * bsh);
+      CHECK(double(tp[CommOp::reduce_scatter].bytes) == m * (4 * L + 2) * bsh);
+      // left as all-reduces: the cross-entropy's, and once per step the replicated gradients
+      CHECK(tp[CommOp::all_reduce].calls == std::uint64_t(m * 2 + 1));
+      sync = double(tp[CommOp::all_reduce].bytes) - m * 3 * bs;
+    }
+    volume[sp] = double(tp.paper_volume());
+    CHECK(double(tp.total().bytes) == traffic_formula(*t).tp);
+  }
+  // the same traffic in the paper's units, but for SP's once-per-step gradient all-reduce
+  CHECK(volume[1] - 2 * sync == volume[0]);
+}
