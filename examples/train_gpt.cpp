@@ -136,6 +136,7 @@ int main(int argc, char** argv) {
     o.batch = 16;
     o.optimizer.lr = 3e-3;
     CLI::App app{"Train a GPT-2-style decoder with tensor, pipeline and data parallelism plus ZeRO."};
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     app.add_option("--layers", o.model.layers, "decoder blocks")->capture_default_str();
     app.add_option("--hidden", o.model.hidden, "hidden size C")->capture_default_str();
     app.add_option("--heads", o.model.heads, "attention heads")->capture_default_str();

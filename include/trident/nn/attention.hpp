@@ -5,16 +5,17 @@
 // 0..s), out = P V. Rows are tokens in [s, b] order, so the S rows of sequence b are B rows
 // apart: each head's Q, K, V, and its columns of out, are strided views into the fused
 // matrices, and every product goes through backend::gemm without copying them.
-// The work is parallel over (b, h) pairs; the GEMMs inside run on one thread each.
+// The work is parallel over (b, h) pairs; the GEMMs inside run on one thread each, the softmax
+// rows as Eigen arrays (vectorized.hpp).
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <limits>
 #include <vector>
 
 #include <trident/backend/cpu/gemm.hpp>
+#include <trident/nn/vectorized.hpp>
 
 namespace trident::nn {
 
@@ -48,13 +49,10 @@ void attention_forward(T* out, T* probs, const T* qkv, int B, int S, int H, int 
     backend::gemm(backend::view(p, S, S), backend::cview(q, S, D, stride),
                   backend::cview(k, S, D, stride), false, true, 0);
     for (int s = 0; s < S; ++s) {
-      T* row = p + static_cast<std::ptrdiff_t>(s) * S;
-      T m = -std::numeric_limits<T>::infinity();
-      for (int j = 0; j <= s; ++j) m = std::max(m, row[j] * scale);
-      T sum = 0;
-      for (int j = 0; j <= s; ++j) sum += (row[j] = std::exp(row[j] * scale - m));
-      for (int j = 0; j <= s; ++j) row[j] /= sum;
-      std::fill(row + s + 1, row + S, T(0));
+      ArrayMap<T> row(p + static_cast<std::ptrdiff_t>(s) * S, s + 1);  // the unmasked scores
+      row = (row * scale - row.maxCoeff() * scale).exp();
+      row /= row.sum();
+      std::fill(row.data() + s + 1, row.data() + S, T(0));
     }
     // out = P V: (S, D)
     backend::gemm(backend::view(out + head_offset(b, h, 0, H, D, H * D), S, D, out_stride),
@@ -93,12 +91,10 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* probs, in
       backend::gemm(dv, backend::cview(p, S, S), d_o, true, false, 0);
       backend::gemm(backend::view(dp, S, S), d_o, v, false, true, 0);
       for (int s = 0; s < S; ++s) {
-        const T* prow = p + static_cast<std::ptrdiff_t>(s) * S;
-        T* row = dp + static_cast<std::ptrdiff_t>(s) * S;
-        T dot = 0;
-        for (int j = 0; j <= s; ++j) dot += prow[j] * row[j];
-        for (int j = 0; j <= s; ++j) row[j] = prow[j] * (row[j] - dot) * scale;
-        std::fill(row + s + 1, row + S, T(0));  // masked scores get no gradient
+        const CArrayMap<T> prow(p + static_cast<std::ptrdiff_t>(s) * S, s + 1);
+        ArrayMap<T> row(dp + static_cast<std::ptrdiff_t>(s) * S, s + 1);
+        row = prow * (row - (prow * row).sum()) * scale;
+        std::fill(row.data() + s + 1, row.data() + S, T(0));  // masked scores get no gradient
       }
       backend::gemm(dq, backend::cview(dp, S, S), k, false, false, 0);
       backend::gemm(dk, backend::cview(dp, S, S), q, true, false, 0);

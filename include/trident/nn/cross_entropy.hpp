@@ -7,7 +7,7 @@
 // the sum of exponentials and the target's logit. Those reductions are hooks, reduce(T* buf,
 // int n) combining buf elementwise over the split (an MPI all-reduce in tp/); nn/ stays MPI-free.
 // Columns whose global id is >= vocab_size are padding (the table is padded to split evenly):
-// they take no part in the softmax and get probability 0.
+// they take no part in the softmax and get probability 0. Rows are Eigen arrays (vectorized.hpp).
 #pragma once
 
 #include <algorithm>
@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <limits>
 #include <vector>
+
+#include <trident/nn/vectorized.hpp>
 
 namespace trident::nn {
 
@@ -43,10 +45,8 @@ void cross_entropy_forward(T* losses, T* probs, const T* logits, const std::int3
 
 #pragma omp parallel for
   for (int i = 0; i < N; ++i) {
-    const T* row = logits + static_cast<std::ptrdiff_t>(i) * V_local;
-    T m = -std::numeric_limits<T>::infinity();
-    for (int v = 0; v < V_valid; ++v) m = std::max(m, row[v]);
-    row_max[i] = m;
+    const CArrayMap<T> row(logits + static_cast<std::ptrdiff_t>(i) * V_local, V_valid);
+    row_max[i] = V_valid > 0 ? row.maxCoeff() : -std::numeric_limits<T>::infinity();
   }
   reduce_max(row_max.data(), N);
 
@@ -57,10 +57,10 @@ void cross_entropy_forward(T* losses, T* probs, const T* logits, const std::int3
     assert(targets[i] >= 0 && targets[i] < vocab_size && "cross_entropy: target out of range");
     const int local = targets[i] - vocab_begin;  // read before probs may overwrite logits
     target_logit[i] = (local >= 0 && local < V_valid) ? row[local] : T(0);
-    T sum = 0;
-    for (int v = 0; v < V_valid; ++v) sum += (prow[v] = std::exp(row[v] - row_max[i]));
+    ArrayMap<T> p(prow, V_valid);
+    p = (CArrayMap<T>(row, V_valid) - row_max[i]).exp();  // in place when probs is logits
     std::fill(prow + V_valid, prow + V_local, T(0));
-    sums[i] = sum;
+    sums[i] = p.sum();
   }
   reduce_sum(sums.data(), 2 * N);
 
@@ -68,8 +68,7 @@ void cross_entropy_forward(T* losses, T* probs, const T* logits, const std::int3
   for (int i = 0; i < N; ++i) {
     losses[i] = std::log(sums[i]) + row_max[i] - target_logit[i];
     T* prow = probs + static_cast<std::ptrdiff_t>(i) * V_local;
-    const T inv = T(1) / sums[i];
-    for (int v = 0; v < V_valid; ++v) prow[v] *= inv;
+    ArrayMap<T>(prow, V_valid) *= T(1) / sums[i];
   }
 }
 
@@ -82,7 +81,7 @@ void cross_entropy_backward(T* dlogits, const T* probs, const std::int32_t* targ
 #pragma omp parallel for
   for (int i = 0; i < N; ++i) {
     const std::ptrdiff_t row = static_cast<std::ptrdiff_t>(i) * V_local;
-    for (int v = 0; v < V_local; ++v) dlogits[row + v] = scale * probs[row + v];
+    ArrayMap<T>(dlogits + row, V_local) = scale * CArrayMap<T>(probs + row, V_local);
     const int local = targets[i] - vocab_begin;
     if (local >= 0 && local < V_local) dlogits[row + local] -= scale;
   }

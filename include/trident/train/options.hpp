@@ -61,16 +61,16 @@ inline void validate(const TrainOptions& o, int world_size) {
   o.model.validate();
   Mesh<>::validate(o.mesh, world_size);
   validate_tensor_parallel(o.model, o.mesh.tp, o.sequence_parallel);
-  o.zero.validate();
+  require(o.virtual_stages == 1 || o.schedule == pp::ScheduleKind::interleaved,
+          "virtual stages need the interleaved schedule");
+  layer_split(o);
   require(o.microbatches >= 1, "microbatches must be at least 1");
+  pp::validate({o.schedule, o.mesh.pp, o.microbatches, o.virtual_stages});
   require(o.batch >= 1, "the global batch must be at least 1 sequence");
   require(o.batch % (o.mesh.dp * o.microbatches) == 0,
           "the global batch of " + s(o.batch) + " sequences is not divisible by DP=" +
               s(o.mesh.dp) + " x " + s(o.microbatches) + " microbatches");
-  require(o.virtual_stages == 1 || o.schedule == pp::ScheduleKind::interleaved,
-          "virtual stages need the interleaved schedule");
-  pp::validate({o.schedule, o.mesh.pp, o.microbatches, o.virtual_stages});
-  layer_split(o);
+  o.zero.validate();
 }
 
 }  // namespace trident

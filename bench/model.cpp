@@ -1,0 +1,145 @@
+// bench/model: single-process training of the bench model next to its GEMM-bound ideal, and each
+// layer's forward/backward next to a plain Eigen GEMM of the same shapes, in one run.
+//
+//   ./bench_model [--seconds 1.5] [--train-seconds 20]      (one process, one thread)
+//
+// The ideal: a training step's GEMM FLOPs (Narayanan et al. 2021, eq. (3) without recomputation,
+// bench_util.hpp) at the FLOP/s that plain Eigen reaches on exactly the step's products,
+// measured in the same run, interleaved with the training steps. Ratio = ideal time / step time.
+#include <CLI/CLI.hpp>
+#include <trident/io/cli.hpp>
+#include <trident/trident.hpp>
+
+#include "bench_util.hpp"
+
+using namespace trident;
+using namespace bench;
+
+namespace {
+
+std::vector<float> random_vector(std::size_t n, float scale) {
+  std::vector<float> v(n);
+  VecMap<float>(v.data(), n) = Vector<float>::Random(n) * scale;
+  return v;
+}
+
+// One row: our layer (forward or backward) next to the plain GEMMs of the same shapes.
+void compare(const Comm& world, double seconds, const std::string& name, std::function<void()> ours,
+             std::vector<Gemm> gemms) {
+  PlainGemms plain(std::move(gemms));
+  const auto t = interleaved(world, seconds, {timed(ours), timed([&] { plain.run(); })});
+  const double f = plain.flops() / 1e9;
+  std::printf("%-18s %10.3f %10.2f %10.3f %10.2f %8.2f\n", name.c_str(), t[0] * 1e3, f / t[0],
+              t[1] * 1e3, f / t[1], t[1] / t[0]);
+  std::fflush(stdout);
+}
+
+void linear_rows(const Comm& world, double seconds, const char* name, int N, int I, int O) {
+  auto x = random_vector(std::size_t(N) * I, 1), w = random_vector(std::size_t(I) * O, 0.02f);
+  auto b = random_vector(O, 0.02f), y = random_vector(std::size_t(N) * O, 1);
+  std::vector<float> dx(x.size()), dw(w.size()), db(b.size());
+  compare(
+      world, seconds, std::string(name) + " fwd",
+      [&] { nn::linear_forward(y.data(), x.data(), w.data(), b.data(), N, I, O); },
+      linear_forward_gemms(name, N, I, O));
+  compare(
+      world, seconds, std::string(name) + " bwd",
+      [&] {
+        nn::linear_backward(dx.data(), dw.data(), db.data(), y.data(), x.data(), w.data(), N, I, O);
+      },
+      linear_backward_gemms(name, N, I, O));
+}
+
+void attention_rows(const Comm& world, double seconds, int B, int S, int H, int D) {
+  const std::size_t N = std::size_t(B) * S;
+  auto qkv = random_vector(N * 3 * H * D, 1), dout = random_vector(N * H * D, 1);
+  std::vector<float> out(N * H * D), probs(std::size_t(B) * H * S * S), dqkv(qkv.size());
+  compare(
+      world, seconds, "attention fwd",
+      [&] { nn::attention_forward(out.data(), probs.data(), qkv.data(), B, S, H, D); },
+      attention_forward_gemms(B * H, S, D));
+  compare(
+      world, seconds, "attention bwd",
+      [&] {
+        nn::attention_backward(dqkv.data(), dout.data(), qkv.data(), probs.data(), B, S, H, D);
+      },
+      attention_backward_gemms(B * H, S, D));
+}
+
+// The LM head tied to wte with its softmax cross-entropy (tp/vocab_parallel.hpp, one rank).
+void head_rows(const Comm& world, double seconds, int N, int C, int V) {
+  const TensorParallel tp{&world, false};
+  const VocabParallelHead<float> head{0, V, V, C};
+  auto h = random_vector(std::size_t(N) * C, 1), wte = random_vector(std::size_t(V) * C, 0.02f);
+  std::vector<float> probs(std::size_t(N) * V), losses(N), dh(h.size()), dwte(wte.size());
+  std::vector<std::int32_t> targets(N);
+  for (int i = 0; i < N; ++i) targets[i] = (i * 7919) % V;
+  compare(
+      world, seconds, "LM head+loss fwd",
+      [&] {
+        head.forward(tp, losses.data(), probs.data(), h.data(), nullptr, wte.data(), targets.data(),
+                     N);
+      },
+      head_forward_gemms(N, C, V));
+  compare(
+      world, seconds, "LM head+loss bwd",
+      [&] {
+        head.backward(tp, dh.data(), dh.data(), dwte.data(), probs.data(), targets.data(), h.data(),
+                      wte.data(), 1.0f / N, N);
+      },
+      head_backward_gemms(N, C, V));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return run_main(argc, argv, [](int argc, char** argv) {
+    const Comm world = Comm::world();
+    double seconds = 1.5, train_seconds = 20;
+    CLI::App app{"Single-process training of the bench model next to its GEMM-bound ideal."};
+    app.add_option("--seconds", seconds, "time per table row (both variants)")
+        ->capture_default_str();
+    app.add_option("--train-seconds", train_seconds, "time for the training rows")
+        ->capture_default_str();
+    parse_command_line(app, argc, argv, world);
+    require(world.size() == 1, "bench_model runs as one process (no mpiexec -n > 1)");
+    configure_threads(world, 1);
+
+    const TrainOptions o = bench_options();
+    const GPTConfig& c = o.model;
+    const int N = o.batch * c.seq, C = c.hidden;
+    std::printf("# bench_model: V=%d T=%d L=%d C=%d H=%d, batch %d (N=%d rows), float, 1 thread\n",
+                c.vocab, c.seq, c.layers, C, c.heads, o.batch, N);
+    std::printf("# ours/eigen: time of the plain Eigen GEMMs over ours (1 = no overhead)\n");
+    std::printf("%-18s %10s %10s %10s %10s %8s\n", "layer", "ours_ms", "GFLOP/s", "eigen_ms",
+                "GFLOP/s", "ours/eigen");
+    linear_rows(world, seconds, "QKV", N, C, 3 * C);
+    linear_rows(world, seconds, "proj", N, C, C);
+    linear_rows(world, seconds, "FC", N, C, 4 * C);
+    linear_rows(world, seconds, "MLP proj", N, 4 * C, C);
+    attention_rows(world, seconds, o.batch, c.seq, c.heads, c.head_size());
+    head_rows(world, seconds, N, C, c.vocab);
+
+    // Training next to the GEMM-bound ideal, interleaved step by step.
+    Trainer<float> trainer(world, o, TokenSource::synthetic(c.vocab));
+    PlainGemms ideal(step_gemms(c, c.layers, true, N, 1, 1));
+    const double flops = step_flops(c, o.batch), tokens = double(N);
+    require(std::abs(ideal.flops() - flops) < 1e-6 * flops, "the GEMM list disagrees with eq. (3)");
+    const auto t =
+        interleaved(world, train_seconds,
+                    {[&] { return trainer.step().seconds; }, timed([&] { ideal.run(); })});
+    std::printf(
+        "\n# training step: %.3f GFLOP (eq. 3: 72 B s l h^2 (1 + s/6h + V/12lh)); "
+        "6 x params x tokens = %.3f GFLOP\n",
+        flops / 1e9, 6.0 * c.parameter_count() * tokens / 1e9);
+    std::printf("%-18s %10s %10s %10s %10s %8s\n", "", "ours_ms", "tokens/s", "ideal_ms",
+                "tokens/s", "ours/ideal");
+    std::printf("%-18s %10.1f %10.0f %10.1f %10.0f %8.2f\n", "training step", t[0] * 1e3,
+                tokens / t[0], t[1] * 1e3, tokens / t[1], t[1] / t[0]);
+    std::printf(
+        "# ideal = the step's GEMMs as plain Eigen calls: %.1f GFLOP/s; ours: %.1f "
+        "GFLOP/s of model FLOPs\n",
+        flops / 1e9 / t[1], flops / 1e9 / t[0]);
+    return 0;
+  });
+}

@@ -1,0 +1,22 @@
+# Runs COMMAND (a ;-list) and passes when it exits non-zero with EXPECT in its output exactly
+# once: bad input must give one clear message and a failing exit status, never a crash or a
+# hang (the CTest TIMEOUT catches hangs).
+string(REPLACE "|" ";" COMMAND "${COMMAND}")
+execute_process(COMMAND ${COMMAND} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
+set(all "${out}${err}")
+if(status EQUAL 0)
+  message(FATAL_ERROR "expected a failure, the command succeeded:\n${all}")
+endif()
+string(FIND "${all}" "${EXPECT}" first)
+if(first EQUAL -1)
+  message(FATAL_ERROR "expected the message\n  ${EXPECT}\ngot (status ${status}):\n${all}")
+endif()
+string(REGEX MATCHALL "error: " errors "${all}")
+list(LENGTH errors count)
+if(NOT count EQUAL 1)
+  message(FATAL_ERROR "expected one 'error:' line, got ${count}:\n${all}")
+endif()
+if(all MATCHES "Abort|Segmentation|terminate called|BAD TERMINATION")
+  message(FATAL_ERROR "the program crashed instead of failing cleanly:\n${all}")
+endif()
+message(STATUS "status ${status}: ${EXPECT}")
