@@ -1,6 +1,7 @@
 #!/bin/sh
 # The README's two commands. On a fresh Debian 12 machine, as root:
 #   sh cmake/quickstart.sh example   installs what is missing, builds, runs the flagship example
+#                                    (8 ranks: TP2 x PP2 x DP2 with ZeRO-1 and 1F1B)
 #   sh cmake/quickstart.sh test      installs what is missing, builds, runs the whole test suite
 set -eu
 cd "$(dirname "$0")/.."
@@ -22,8 +23,8 @@ jobs=$(nproc)
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release
 case "${1:-}" in
   example)
-    cmake --build "$build" -j "$jobs" --target mesh
-    mpiexec -n 8 "$build/examples/mesh" --tp 2 --pp 2 --dp 2
+    cmake --build "$build" -j "$jobs" --target train_gpt
+    mpiexec -n 8 "$build/examples/train_gpt" --tp 2 --pp 2 --dp 2 --zero 1 --schedule 1f1b
     ;;
   test)
     cmake --build "$build" -j "$jobs"

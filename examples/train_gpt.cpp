@@ -22,7 +22,7 @@ namespace {
 
 struct Flags {
   TrainOptions o;
-  int steps = 200, threads = 0, log_every = 10;
+  int steps = 300, threads = 0, log_every = 1;
   std::string dtype = "float", precision = "fp32", data = default_corpus(), schedule = "1f1b";
   std::string recompute = "none", grad_reduce = "microbatch";
   std::string init, save, dump_grads, json, trace, svg;

@@ -48,3 +48,28 @@ trident_cli_error(unreadable_init RANKS 2 PROGRAM train_gpt ARGS ${tiny} --dp 2 
   EXPECT "/nonexistent/w.safetensors")
 trident_cli_error(plan_mesh_product RANKS 1 PROGRAM plan ARGS --preset gpt3-175b --gpus 128 --tp 8 --pp 16 --dp 64
   EXPECT "8192 GPUs, not 128")
+
+# The same losses on two meshes (double): a command a user can type reproduces the
+# single-process run.
+trident_program(compare_losses cli/compare_losses.cpp)
+# trident_same_losses(name RANKS n ARGS mesh flags...): single process vs `mpiexec -n n` with ARGS
+function(trident_same_losses name)
+  cmake_parse_arguments(S "" "RANKS" "ARGS" ${ARGN})
+  set(dir ${CMAKE_CURRENT_BINARY_DIR}/same_losses)
+  file(MAKE_DIRECTORY ${dir})
+  set(common --dtype double --steps 4 --layers 4 --hidden 32 --heads 4 --seq 16 --batch 8 --log-every 1)
+  set(one ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 1 $<TARGET_FILE:train_gpt> ${common}
+      --json ${dir}/${name}.single.json)
+  set(many ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${S_RANKS} $<TARGET_FILE:train_gpt> ${common}
+      ${S_ARGS} --json ${dir}/${name}.mesh.json)
+  set(cmp $<TARGET_FILE:compare_losses> ${dir}/${name}.single.json ${dir}/${name}.mesh.json 1e-10)
+  foreach(v one many cmp)
+    string(REPLACE ";" "|" ${v} "${${v}}")
+  endforeach()
+  add_test(NAME cli.same_losses.${name} COMMAND ${CMAKE_COMMAND} "-DFIRST=${one}" "-DSECOND=${many}"
+           "-DCOMPARE=${cmp}" -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/same_losses.cmake)
+  set_tests_properties(cli.same_losses.${name} PROPERTIES TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=1")
+endfunction()
+trident_same_losses(tp2 RANKS 2 ARGS --tp 2)
+trident_same_losses(tp2_pp2_dp2_zero3 RANKS 8 ARGS --tp 2 --pp 2 --dp 2 --zero 3)
+trident_same_losses(pp2_interleaved_sp RANKS 4 ARGS --tp 2 --pp 2 --sequence-parallel --schedule interleaved --virtual-stages 2 --microbatches 2)

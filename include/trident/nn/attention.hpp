@@ -48,11 +48,15 @@ void attention_forward(T* out, T* probs, const T* qkv, int B, int S, int H, int 
     // p = Q K^T (raw scores), then the masked, scaled softmax of each row, in place.
     backend::gemm(backend::view(p, S, S), backend::cview(q, S, D, stride),
                   backend::cview(k, S, D, stride), false, true, 0);
+    // Whole rows (aligned, a multiple of the SIMD width) are exponentiated, then the masked
+    // entries set to 0: cheaper than rows of varying length.
     for (int s = 0; s < S; ++s) {
-      ArrayMap<T> row(p + static_cast<std::ptrdiff_t>(s) * S, s + 1);  // the unmasked scores
-      row = (row * scale - row.maxCoeff() * scale).exp();
-      row /= row.sum();
-      std::fill(row.data() + s + 1, row.data() + S, T(0));
+      T* r = p + static_cast<std::ptrdiff_t>(s) * S;
+      const T m = CArrayMap<T>(r, s + 1).maxCoeff() * scale;
+      ArrayMap<T> row(r, S);
+      row = (row * scale - m).exp();
+      std::fill(r + s + 1, r + S, T(0));
+      row *= T(1) / row.sum();
     }
     // out = P V: (S, D)
     backend::gemm(backend::view(out + head_offset(b, h, 0, H, D, H * D), S, D, out_stride),
@@ -90,11 +94,11 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* probs, in
 
       backend::gemm(dv, backend::cview(p, S, S), d_o, true, false, 0);
       backend::gemm(backend::view(dp, S, S), d_o, v, false, true, 0);
+      // Whole rows: P is 0 above the diagonal, so masked scores get no gradient.
       for (int s = 0; s < S; ++s) {
-        const CArrayMap<T> prow(p + static_cast<std::ptrdiff_t>(s) * S, s + 1);
-        ArrayMap<T> row(dp + static_cast<std::ptrdiff_t>(s) * S, s + 1);
+        const CArrayMap<T> prow(p + static_cast<std::ptrdiff_t>(s) * S, S);
+        ArrayMap<T> row(dp + static_cast<std::ptrdiff_t>(s) * S, S);
         row = prow * (row - (prow * row).sum()) * scale;
-        std::fill(row.data() + s + 1, row.data() + S, T(0));  // masked scores get no gradient
       }
       backend::gemm(dq, backend::cview(dp, S, S), k, false, false, 0);
       backend::gemm(dk, backend::cview(dp, S, S), q, true, false, 0);

@@ -1,0 +1,74 @@
+// trident/plan/measured.hpp: a trident run measured the way the cost model predicts it —
+// memory per rank by kind (MemoryStats), bytes per step per axis (CommStats), the step time and
+// the pipeline bubble — and the configurations that examples/zero_vs_3d and bench/predict
+// compare on 8 ranks.
+#pragma once
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "../train/report.hpp"
+
+namespace trident::plan {
+
+struct MeasuredRun {
+  RunReport report;      // per rank (world rank 0): memory by kind, traffic per axis, bubble
+  double step_s = 0;     // mean over the measured steps of the slowest rank's step
+  double loss = 0;       // of the last step
+};
+
+// Builds the trainer, runs `warmup` steps, then `steps` measured ones (counters reset between).
+// Collective; the report is complete on world rank 0.
+template <class T, class S>
+MeasuredRun measure_run(const Comm& world, const TrainOptions& o, const TokenSource& data,
+                        int steps, int warmup = 1) {
+  require(steps >= 1 && warmup >= 0, "measure_run: at least one measured step");
+  Trainer<T, S> t(world, o, data);
+  for (int s = 0; s < warmup; ++s) t.step();
+  comm_stats().reset();
+  memory_stats().reset_peaks();
+  std::vector<StepResult> results;
+  MeasuredRun run;
+  for (int s = 0; s < steps; ++s) {
+    results.push_back(t.step());
+    run.step_s += world.all_reduce_value(results.back().seconds, ReduceOp::max) / steps;
+    run.loss = results.back().loss;
+  }
+  run.report = make_report(t, results);
+  return run;
+}
+
+struct NamedRun {
+  std::string name;  // "ZeRO-3 DP8"
+  TrainOptions options;
+};
+
+// The comparison of examples/zero_vs_3d on 8 ranks, one model: pure ZeRO-3 over DP = 8, and
+// 3D meshes with ZeRO-1 (1F1B, m = 2 PP microbatches when PP > 1, else 1).
+inline std::vector<NamedRun> comparison_runs(const GPTConfig& model, int batch) {
+  struct Shape {
+    const char* name;
+    MeshShape mesh;
+    int zero;
+  };
+  const Shape shapes[] = {{"ZeRO-3 DP8", {1, 1, 8}, 3},
+                          {"TP2-PP2-DP2 ZeRO-1", {2, 2, 2}, 1},
+                          {"TP2-DP4 ZeRO-1", {2, 1, 4}, 1},
+                          {"PP2-DP4 ZeRO-1", {1, 2, 4}, 1},
+                          {"TP4-DP2 ZeRO-1", {4, 1, 2}, 1}};
+  std::vector<NamedRun> runs;
+  for (const Shape& s : shapes) {
+    TrainOptions o;
+    o.model = model;
+    o.mesh = s.mesh;
+    o.zero.stage = s.zero;
+    o.schedule = pp::ScheduleKind::one_f_one_b;
+    o.microbatches = s.mesh.pp > 1 ? 2 * s.mesh.pp : 1;
+    o.batch = batch;
+    runs.push_back({s.name, o});
+  }
+  return runs;
+}
+
+}  // namespace trident::plan

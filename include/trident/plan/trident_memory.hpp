@@ -1,0 +1,158 @@
+// trident/plan/trident_memory.hpp: what each rank of a trident run holds — its ZeRO units, its
+// model states and its peak activations — from the run's options alone, before anything is
+// allocated.
+//
+// The planner (memory.hpp) follows the papers; trident differs in ways the cost model must know
+// to predict MemoryStats to the byte:
+//  - Psi per pipeline stage, not the largest stage's: the first stage holds wte and wpe, the
+//    last ln_f and (PP > 1) its own copy of wte for the tied LM head (model/chunk.hpp);
+//  - each ZeRO unit (wte, wpe, h.i, ln_f) is one flat buffer padded to a multiple of DP
+//    (zero/unit_store.hpp), so Psi is the sum of the padded units;
+//  - element sizes are trident's: S for parameters and gradients, K = 2 T for Adam's moments
+//    (+ T for master weights when S != T) — ZeRO's 2 + 2 + 12 for bf16/float, 4 + 4 + 8 for float;
+//  - activations are trident's own buffers in T (model/block.hpp, model/chunk.hpp), added at each
+//    forward and freed at each backward of this stage's schedule (pp/schedule.hpp).
+// Unit sizes come from Megatron's split (model_spec.hpp), not from model/params.hpp, so that the
+// test comparing the two has two independent sides.
+#pragma once
+
+#include <algorithm>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "../train/options.hpp"
+#include "cluster.hpp"
+#include "memory.hpp"
+#include "model_spec.hpp"
+
+namespace trident::plan {
+
+inline ModelSpec model_spec(const GPTConfig& c, std::string name = "trident") {
+  return {std::move(name), c.layers, c.hidden, c.heads, c.vocab, c.seq};
+}
+
+// Bytes per element of a run computing in T and storing parameters and gradients in S.
+inline Precision trident_precision(int compute_bytes, int storage_bytes) {
+  const int k = (compute_bytes == storage_bytes ? 2 : 3) * compute_bytes;  // moments (+ master)
+  return {"trident", double(storage_bytes), double(storage_bytes), double(k), double(compute_bytes)};
+}
+template <class T, class S>
+Precision trident_precision() {
+  return trident_precision(sizeof(T), sizeof(S));
+}
+
+struct UnitSize {
+  std::string name;
+  double numel = 0, padded = 0;  // elements on one TP rank; padded to a multiple of DP
+};
+
+// One virtual stage's model chunk: its layers, whether it embeds / has the head, its units in
+// the store's order.
+struct ChunkUnits {
+  int layers = 0;
+  bool embedding = false, head = false;
+  std::vector<UnitSize> units;
+};
+
+// The chunks pipeline rank `stage` runs (one per virtual stage, chunk c = virtual stage c p + s).
+inline std::vector<ChunkUnits> stage_chunks(const TrainOptions& o, int stage) {
+  const ModelSpec m = model_spec(o.model);
+  const std::vector<int> split = layer_split(o);
+  const int p = o.mesh.pp, t = o.mesh.tp;
+  const double dp = o.mesh.dp;
+  auto unit = [&](std::string name, double numel) {
+    return UnitSize{std::move(name), numel, std::ceil(numel / dp) * dp};
+  };
+  std::vector<ChunkUnits> chunks;
+  for (int c = 0; c < o.virtual_stages; ++c) {
+    const int g = c * p + stage;
+    ChunkUnits k{split[g], g == 0, g == p * o.virtual_stages - 1, {}};
+    const double wte = double(embedding_shard_parameters(m, t));
+    if (k.embedding) k.units = {unit("wte", wte), unit("wpe", double(m.seq) * m.hidden)};
+    for (int l = 0; l < k.layers; ++l)
+      k.units.push_back(unit("h", double(layer_shard_parameters(m, t))));
+    if (k.head) k.units.push_back(unit("ln_f", 2.0 * m.hidden));
+    if (k.head && !k.embedding) k.units.push_back(unit("wte", wte));
+    chunks.push_back(std::move(k));
+  }
+  return chunks;
+}
+
+// Psi of a rank of `stage`: its padded units.
+inline double stage_parameters(const TrainOptions& o, int stage) {
+  double psi = 0;
+  for (const ChunkUnits& c : stage_chunks(o, stage))
+    for (const UnitSize& u : c.units) psi += u.padded;
+  return psi;
+}
+
+// ZeRO §5.1 (model_state_bytes) with trident's Psi and element sizes.
+inline ModelStateBytes stage_model_states(const TrainOptions& o, int stage, const Precision& p) {
+  return model_state_bytes(stage_parameters(o, stage), o.zero.stage, o.mesh.dp, p);
+}
+
+// --- activations (elements of T per microbatch) --------------------------------------------
+
+struct ActivationShape {
+  double N = 0, n = 0, C = 0, Cl = 0, heads = 0, S = 0, B = 0, vocab_rows = 0;
+};
+
+inline ActivationShape activation_shape(const TrainOptions& o) {
+  const double t = o.mesh.tp, B = o.rows_per_microbatch(), S = o.model.seq, N = B * S;
+  const double vocab_rows = std::ceil(double(o.model.vocab) / t);  // padded vocab / t
+  return {N, o.sequence_parallel ? N / t : N, double(o.model.hidden), o.model.hidden / t,
+          o.model.heads / t, S, B, vocab_rows};
+}
+
+// model/block.hpp's BlockActivations: x, x2 (n C); LN stats (4 n); ln1, ln2 (N C); qkv (3 N Cl);
+// probs (B Hl S S); att (N Cl); fc, act (4 N Cl each).
+inline double layer_activation_elements(const ActivationShape& a) {
+  return 2 * a.n * a.C + 4 * a.n + 2 * a.N * a.C + 3 * a.N * a.Cl + a.B * a.heads * a.S * a.S +
+         a.N * a.Cl + 8 * a.N * a.Cl;
+}
+
+// The head's stash (model/chunk.hpp): LN_f input (n C), its stats (2 n), the head's input
+// (N C) and the softmax (N x this rank's vocabulary rows).
+inline double head_activation_elements(const ActivationShape& a) {
+  return a.n * a.C + 2 * a.n + a.N * a.C + a.N * a.vocab_rows;
+}
+
+// What one microbatch of a chunk keeps until its backward: every layer's activations, or only
+// each layer's input under full recomputation; the head's stash.
+inline double chunk_stash_elements(const ChunkUnits& c, const ActivationShape& a, bool recompute) {
+  const double layer = recompute ? a.n * a.C : layer_activation_elements(a);
+  return c.layers * layer + (c.head ? head_activation_elements(a) : 0);
+}
+
+// Peak activation bytes of a rank of `stage`: its schedule walked action by action, each
+// forward adding its stash and each backward freeing it. Under full recomputation one layer's
+// activations come back for a while: during each layer's forward and its recomputation in the
+// backward, on top of what is held.
+inline double stage_activation_bytes(const TrainOptions& o, int stage, const Precision& p) {
+  const ActivationShape a = activation_shape(o);
+  const std::vector<ChunkUnits> chunks = stage_chunks(o, stage);
+  const auto schedule =
+      pp::make_schedule({o.schedule, o.mesh.pp, o.microbatches, o.virtual_stages})[stage];
+  const double transient = o.recompute ? layer_activation_elements(a) - a.n * a.C : 0;
+  double held = 0, peak = 0;
+  for (const pp::Action& act : schedule) {
+    if (act.op != pp::Op::forward && act.op != pp::Op::backward) continue;
+    const ChunkUnits& c = chunks[act.chunk];
+    const double stash = chunk_stash_elements(c, a, o.recompute);
+    const double during = c.layers > 0 ? transient : 0;
+    if (act.op == pp::Op::forward) {
+      // layers' inputs and LN_f's input first, then one layer at a time, then the head
+      const double before_head = c.layers * a.n * a.C + (c.head ? a.n * a.C : 0);
+      peak = std::max(peak, held + before_head + during);
+      held += stash;
+      peak = std::max(peak, held);
+    } else {
+      peak = std::max(peak, held + during);
+      held -= stash;
+    }
+  }
+  return peak * p.activation_bytes;
+}
+
+}  // namespace trident::plan
