@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -179,6 +180,43 @@ inline double step_flops(const GPTConfig& c, int batch) {
 // The slowest rank's value (all ranks get it). Collective over `comm`.
 inline double slowest(const Comm& comm, double seconds) {
   return comm.all_reduce_value(seconds, ReduceOp::max);
+}
+
+// The single-process baseline of a parallel benchmark: a trainer on a 1-rank communicator of
+// world rank 0, while the other ranks wait (trident's waits yield the CPU).
+struct SingleProcess {
+  Comm comm;
+  std::unique_ptr<Trainer<float>> trainer;
+
+  SingleProcess(const Comm& world, const TrainOptions& o)
+      : comm(world.split(world.rank() == 0 ? 0 : MPI_UNDEFINED, 0, "single")) {
+    if (comm.valid()) trainer = std::make_unique<Trainer<float>>(comm, o, TokenSource::synthetic(o.model.vocab));
+  }
+  // One step: rank 0's seconds, on every rank of `world`. Collective over `world`.
+  double step(const Comm& world) { return slowest(world, trainer ? trainer->step().seconds : 0.0); }
+};
+
+// One step of a trainer over all of `world`: the slowest rank's seconds. Collective.
+inline double step_seconds(const Comm& world, Trainer<float>& t) {
+  return slowest(world, t.step().seconds);
+}
+
+// Tokens/s of the single process and of each parallel trainer, interleaved step by step, as a
+// table: one row per trainer, with its speedup over the single process. Collective.
+inline void training_table(const Comm& world, double seconds, const TrainOptions& single_options,
+                           const std::vector<std::pair<std::string, Trainer<float>*>>& trainers) {
+  SingleProcess single(world, single_options);
+  std::vector<Variant> variants{[&] { return single.step(world); }};
+  for (const auto& [name, t] : trainers) variants.push_back([&, t = t] { return step_seconds(world, *t); });
+  const auto med = interleaved(world, seconds, variants);
+  const double tokens = double(single_options.batch) * single_options.model.seq;
+  if (world.rank() != 0) return;
+  std::printf("%-24s %10s %10s %10s\n", "training (same batch)", "step_ms", "tokens/s", "speedup");
+  std::printf("%-24s %10.1f %10.0f %10.2f\n", "single process", med[0] * 1e3, tokens / med[0], 1.0);
+  for (std::size_t k = 0; k < trainers.size(); ++k)
+    std::printf("%-24s %10.1f %10.0f %10.2f\n", trainers[k].first.c_str(), med[k + 1] * 1e3,
+                tokens / med[k + 1], med[0] / med[k + 1]);
+  std::fflush(stdout);
 }
 
 }  // namespace bench

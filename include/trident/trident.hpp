@@ -1,10 +1,23 @@
-// trident/trident.hpp: the umbrella header. Includes the public modules, whose only
+// trident/trident.hpp: the umbrella header — every public module, bottom to top. Their only
 // dependencies are MPI and Eigen (and OpenMP when enabled). Headers under trident/io/ need
-// CLI11 or nlohmann-json and are included separately.
+// CLI11 or nlohmann-json and are included one by one.
 #pragma once
 
 #include "core/comm.hpp"
 #include "core/environment.hpp"
+#include "core/memory.hpp"
 #include "core/threads.hpp"
 #include "mesh/mesh.hpp"
 #include "mesh/topology.hpp"
+#include "tensor/redistribute.hpp"
+#include "nn/nn.hpp"
+#include "tp/linear.hpp"
+#include "tp/vocab_parallel.hpp"
+#include "pp/executor.hpp"
+#include "pp/simulate.hpp"
+#include "pp/svg.hpp"
+#include "zero/optimizer.hpp"
+#include "model/chunk.hpp"
+#include "model/reference.hpp"
+#include "train/report.hpp"
+#include "plan/plan.hpp"

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <string>
 #include <vector>
 
@@ -13,9 +14,11 @@
 namespace trident::plan {
 
 struct MeasuredRun {
-  RunReport report;      // per rank (world rank 0): memory by kind, traffic per axis, bubble
-  double step_s = 0;     // mean over the measured steps of the slowest rank's step
-  double loss = 0;       // of the last step
+  RunReport report;   // per rank (world rank 0): memory by kind, traffic per axis, bubble
+  double step_s = 0;  // mean over the measured steps of the slowest rank's step
+  double loss = 0;    // of the last step
+  // per rank (world rank 0), seconds per step inside each axis' calls and waits (CommStats)
+  std::vector<std::array<double, 5>> comm_s;  // tp, pp, dp, emb, world
 };
 
 // Builds the trainer, runs `warmup` steps, then `steps` measured ones (counters reset between).
@@ -35,7 +38,14 @@ MeasuredRun measure_run(const Comm& world, const TrainOptions& o, const TokenSou
     run.step_s += world.all_reduce_value(results.back().seconds, ReduceOp::max) / steps;
     run.loss = results.back().loss;
   }
+  std::array<double, 5> mine{};
+  const char* axes[5] = {"tp", "pp", "dp", "emb", "world"};
+  for (int k = 0; k < 5; ++k) mine[k] = comm_stats().of(axes[k]).total().seconds / steps;
   run.report = make_report(t, results);
+  std::vector<double> all(5 * std::size_t(world.size()));
+  world.all_gather(Span<const double>(mine.data(), 5), Span<double>(all));
+  for (int r = 0; r < world.size(); ++r)
+    run.comm_s.push_back({all[5 * r], all[5 * r + 1], all[5 * r + 2], all[5 * r + 3], all[5 * r + 4]});
   return run;
 }
 

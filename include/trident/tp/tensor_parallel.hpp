@@ -8,6 +8,7 @@
 // [s, b] order, so a sequence shard is a contiguous block of rows.
 #pragma once
 
+#include <algorithm>
 #include <string>
 
 #include "../core/comm.hpp"
