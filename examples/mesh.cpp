@@ -35,9 +35,10 @@ int main(int argc, char** argv) {
     const Mesh<> mesh(world, shape);
     warn_if_tp_spans_nodes(mesh);
     if (world.rank() == 0)
-      std::printf("rank = tp + TP*(dp + DP*pp)   (Megatron-LM order: TP fastest, then DP, PP)\n"
-                  "%-26s %4s %4s %4s  %-10s %-10s %-10s %-10s\n",
-                  "mesh", "tp", "pp", "dp", "tp group", "pp group", "dp group", "emb group");
+      std::printf(
+          "rank = tp + TP*(dp + DP*pp)   (Megatron-LM order: TP fastest, then DP, PP)\n"
+          "%-26s %4s %4s %4s  %-10s %-10s %-10s %-10s\n",
+          "mesh", "tp", "pp", "dp", "tp group", "pp group", "dp group", "emb group");
     const std::string tp = members(mesh.tp(), world), pp = members(mesh.pp(), world),
                       dp = members(mesh.dp(), world), emb = members(mesh.embedding(), world);
     for (int r = 0; r < world.size(); ++r) {

@@ -37,12 +37,13 @@ int train(const Comm& world, Flags& f, TokenSource data) {
   if (!f.init.empty()) load_weights(t, f.init);
   const TrainOptions& o = t.options();
   if (world.rank() == 0)
-    std::printf("trident train_gpt: %s | %lld parameters (L=%d C=%d H=%d V=%d T=%d) | batch %d x "
-                "%d tokens, %d microbatches | %s%s, ZeRO-%d, %s/%s | data %s\n",
-                mesh.to_string().c_str(), o.model.parameter_count(), o.model.layers,
-                o.model.hidden, o.model.heads, o.model.vocab, o.model.seq, o.batch, o.model.seq,
-                o.microbatches, pp::to_string(o.schedule), o.sequence_parallel ? ", SP" : "",
-                o.zero.stage, f.dtype.c_str(), f.precision.c_str(), data.name().c_str());
+    std::printf(
+        "trident train_gpt: %s | %lld parameters (L=%d C=%d H=%d V=%d T=%d) | batch %d x "
+        "%d tokens, %d microbatches | %s%s, ZeRO-%d, %s/%s | data %s\n",
+        mesh.to_string().c_str(), o.model.parameter_count(), o.model.layers, o.model.hidden,
+        o.model.heads, o.model.vocab, o.model.seq, o.batch, o.model.seq, o.microbatches,
+        pp::to_string(o.schedule), o.sequence_parallel ? ", SP" : "", o.zero.stage, f.dtype.c_str(),
+        f.precision.c_str(), data.name().c_str());
   std::vector<double> losses;
   std::vector<StepResult> measured;
   const double tokens = double(o.batch) * o.model.seq;
@@ -52,14 +53,15 @@ int train(const Comm& world, Flags& f, TokenSource data) {
       comm_stats().reset();
       memory_stats().reset_peaks();
     }
-    StepResult r = (s == 0 && !f.dump_grads.empty()) ? dump_gradients_and_step(t, data, f.dump_grads)
-                                                     : t.step();
+    StepResult r = (s == 0 && !f.dump_grads.empty())
+                       ? dump_gradients_and_step(t, data, f.dump_grads)
+                       : t.step();
     losses.push_back(r.loss);
     elapsed += r.seconds;
     if (s >= 1) measured.push_back(r);
     if (world.rank() == 0 && (s % f.log_every == 0 || s == f.steps - 1))
-      std::printf("step %5d | loss %.6f | norm %.4f | lr %.2e | %8.0f tokens/s | %7.1f s\n", s, r.loss,
-                  r.grad_norm, r.lr, tokens / r.seconds, elapsed);
+      std::printf("step %5d | loss %.6f | norm %.4f | lr %.2e | %8.0f tokens/s | %7.1f s\n", s,
+                  r.loss, r.grad_norm, r.lr, tokens / r.seconds, elapsed);
     std::fflush(stdout);
   }
   if (measured.empty()) measured.push_back(StepResult{});
@@ -94,16 +96,30 @@ int train(const Comm& world, Flags& f, TokenSource data) {
   std::vector<std::string> names;
   for (int r = 0; r < world.size(); ++r) names.push_back("rank " + std::to_string(r));
   if (!f.trace.empty()) pp::write_chrome_trace(f.trace, timeline, names);
-  if (!f.svg.empty()) pp::write_timeline_svg(f.svg, timeline, "train_gpt, last step, " + mesh.to_string());
+  if (!f.svg.empty())
+    pp::write_timeline_svg(f.svg, timeline, "train_gpt, last step, " + mesh.to_string());
   if (!f.json.empty()) {
     nlohmann::json j;
-    j["config"] = {{"vocab", o.model.vocab}, {"seq", o.model.seq}, {"layers", o.model.layers},
-                   {"hidden", o.model.hidden}, {"heads", o.model.heads}, {"batch", o.batch},
-                   {"steps", f.steps}, {"lr", o.optimizer.lr}, {"seed", o.model.seed},
-                   {"dtype", f.dtype}, {"precision", f.precision}, {"data", data.name()},
-                   {"tp", o.mesh.tp}, {"pp", o.mesh.pp}, {"dp", o.mesh.dp}, {"zero", o.zero.stage},
-                   {"sequence_parallel", o.sequence_parallel}, {"schedule", pp::to_string(o.schedule)},
-                   {"microbatches", o.microbatches}, {"virtual_stages", o.virtual_stages},
+    j["config"] = {{"vocab", o.model.vocab},
+                   {"seq", o.model.seq},
+                   {"layers", o.model.layers},
+                   {"hidden", o.model.hidden},
+                   {"heads", o.model.heads},
+                   {"batch", o.batch},
+                   {"steps", f.steps},
+                   {"lr", o.optimizer.lr},
+                   {"seed", o.model.seed},
+                   {"dtype", f.dtype},
+                   {"precision", f.precision},
+                   {"data", data.name()},
+                   {"tp", o.mesh.tp},
+                   {"pp", o.mesh.pp},
+                   {"dp", o.mesh.dp},
+                   {"zero", o.zero.stage},
+                   {"sequence_parallel", o.sequence_parallel},
+                   {"schedule", pp::to_string(o.schedule)},
+                   {"microbatches", o.microbatches},
+                   {"virtual_stages", o.virtual_stages},
                    {"recompute", o.recompute}};
     j["param_count"] = o.model.parameter_count();
     j["losses"] = losses;
@@ -111,16 +127,27 @@ int train(const Comm& world, Flags& f, TokenSource data) {
     j["tokens_per_s"] = tokens_per_s;
     j["bubble"] = {{"measured", report.bubble}, {"formula", report.bubble_formula}};
     for (const RankFigures& r : report.ranks)
-      j["ranks"].push_back(
-          {{"coord", {r.tp, r.pp, r.dp}},
-           {"memory_bytes", {{"parameters", r.parameters}, {"gradients", r.gradients},
-                             {"optimizer", r.optimizer}, {"activations_peak", r.activations},
-                             {"buffers_peak", r.buffers}}},
-           {"model_states_formula_bytes", r.states.total()},
-           {"traffic_bytes_per_step", {{"tp", r.traffic.tp}, {"pp", r.traffic.pp}, {"dp", r.traffic.dp}, {"emb", r.traffic.emb}}},
-           {"traffic_formula_bytes_per_step", {{"tp", r.formula.tp}, {"pp", r.formula.pp}, {"dp", r.formula.dp}, {"emb", r.formula.emb}}}});
+      j["ranks"].push_back({{"coord", {r.tp, r.pp, r.dp}},
+                            {"memory_bytes",
+                             {{"parameters", r.parameters},
+                              {"gradients", r.gradients},
+                              {"optimizer", r.optimizer},
+                              {"activations_peak", r.activations},
+                              {"buffers_peak", r.buffers}}},
+                            {"model_states_formula_bytes", r.states.total()},
+                            {"traffic_bytes_per_step",
+                             {{"tp", r.traffic.tp},
+                              {"pp", r.traffic.pp},
+                              {"dp", r.traffic.dp},
+                              {"emb", r.traffic.emb}}},
+                            {"traffic_formula_bytes_per_step",
+                             {{"tp", r.formula.tp},
+                              {"pp", r.formula.pp},
+                              {"dp", r.formula.dp},
+                              {"emb", r.formula.emb}}}});
     std::ofstream out(f.json);
-    require(static_cast<bool>(out << j.dump(2) << "\n"), "cannot write the report '" + f.json + "'");
+    require(static_cast<bool>(out << j.dump(2) << "\n"),
+            "cannot write the report '" + f.json + "'");
   }
   return 0;
 }
@@ -135,7 +162,8 @@ int main(int argc, char** argv) {
     o.model = {256, 64, 4, 128, 4, 1337};
     o.batch = 16;
     o.optimizer.lr = 3e-3;
-    CLI::App app{"Train a GPT-2-style decoder with tensor, pipeline and data parallelism plus ZeRO."};
+    CLI::App app{
+        "Train a GPT-2-style decoder with tensor, pipeline and data parallelism plus ZeRO."};
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     app.add_option("--layers", o.model.layers, "decoder blocks")->capture_default_str();
     app.add_option("--hidden", o.model.hidden, "hidden size C")->capture_default_str();
@@ -147,30 +175,54 @@ int main(int argc, char** argv) {
     app.add_option("--lr", o.optimizer.lr, "peak learning rate")->capture_default_str();
     app.add_option("--seed", o.model.seed, "initialisation seed")->capture_default_str();
     app.add_option("--data-seed", o.data_seed, "sampling seed")->capture_default_str();
-    app.add_option("--dtype", f.dtype, "compute type")->check(CLI::IsMember({"float", "double"}))->capture_default_str();
-    app.add_option("--data", f.data, "a text file (byte tokens) or 'synthetic'")->capture_default_str();
+    app.add_option("--dtype", f.dtype, "compute type")
+        ->check(CLI::IsMember({"float", "double"}))
+        ->capture_default_str();
+    app.add_option("--data", f.data, "a text file (byte tokens) or 'synthetic'")
+        ->capture_default_str();
     app.add_option("--init", f.init, "initial weights (safetensors, GPT-2 names)");
     app.add_option("--save", f.save, "write the final weights (safetensors)");
-    app.add_option("--dump-grads", f.dump_grads, "write the first step's gradients, loss and batch");
+    app.add_option("--dump-grads", f.dump_grads,
+                   "write the first step's gradients, loss and batch");
     app.add_option("--json", f.json, "write the run report as JSON");
     app.add_option("--threads", f.threads, "threads per rank (default: cores / ranks on the node)");
-    app.add_option("--log-every", f.log_every, "steps between progress lines")->check(CLI::PositiveNumber);
+    app.add_option("--log-every", f.log_every, "steps between progress lines")
+        ->check(CLI::PositiveNumber);
     app.add_option("--tp", o.mesh.tp, "tensor-parallel size")->capture_default_str();
-    app.add_flag("--sequence-parallel", o.sequence_parallel, "sequence parallelism (Korthikanti et al.)");
+    app.add_flag("--sequence-parallel", o.sequence_parallel,
+                 "sequence parallelism (Korthikanti et al.)");
     app.add_option("--pp", o.mesh.pp, "pipeline-parallel size")->capture_default_str();
-    app.add_option("--schedule", f.schedule, "pipeline schedule")->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}))->capture_default_str();
-    auto* mb = app.add_option("--microbatches", o.microbatches, "microbatches per step (default 2 x PP)");
-    app.add_option("--virtual-stages", o.virtual_stages, "model chunks per pipeline rank (interleaved)")->capture_default_str();
-    app.add_option("--pp-layers", o.pp_layers, "layers per (virtual) stage, e.g. 3,2,2,1")->delimiter(',');
-    app.add_option("--recompute", f.recompute, "activation recomputation")->check(CLI::IsMember({"none", "full"}))->capture_default_str();
-    app.add_option("--trace", f.trace, "write the last step's timeline as a Chrome trace (Perfetto)");
+    app.add_option("--schedule", f.schedule, "pipeline schedule")
+        ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}))
+        ->capture_default_str();
+    auto* mb =
+        app.add_option("--microbatches", o.microbatches, "microbatches per step (default 2 x PP)");
+    app.add_option("--virtual-stages", o.virtual_stages,
+                   "model chunks per pipeline rank (interleaved)")
+        ->capture_default_str();
+    app.add_option("--pp-layers", o.pp_layers, "layers per (virtual) stage, e.g. 3,2,2,1")
+        ->delimiter(',');
+    app.add_option("--recompute", f.recompute, "activation recomputation")
+        ->check(CLI::IsMember({"none", "full"}))
+        ->capture_default_str();
+    app.add_option("--trace", f.trace,
+                   "write the last step's timeline as a Chrome trace (Perfetto)");
     app.add_option("--svg", f.svg, "write the last step's timeline as an SVG picture");
     app.add_flag("--verbose", o.verbose, "print every pipeline send and receive");
     app.add_option("--dp", o.mesh.dp, "data-parallel size")->capture_default_str();
-    app.add_option("--zero", o.zero.stage, "ZeRO stage")->check(CLI::IsMember({0, 1, 2, 3}))->capture_default_str();
-    app.add_option("--grad-reduce", f.grad_reduce, "ZeRO-2/3 gradient reduction: per microbatch or per step")->check(CLI::IsMember({"microbatch", "step"}))->capture_default_str();
-    app.add_flag("--keep-gathered", o.zero.keep_gathered, "ZeRO-3: keep parameters gathered for the whole step");
-    app.add_option("--precision", f.precision, "fp32, or bf16 parameters/gradients with fp32 master weights")->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
+    app.add_option("--zero", o.zero.stage, "ZeRO stage")
+        ->check(CLI::IsMember({0, 1, 2, 3}))
+        ->capture_default_str();
+    app.add_option("--grad-reduce", f.grad_reduce,
+                   "ZeRO-2/3 gradient reduction: per microbatch or per step")
+        ->check(CLI::IsMember({"microbatch", "step"}))
+        ->capture_default_str();
+    app.add_flag("--keep-gathered", o.zero.keep_gathered,
+                 "ZeRO-3: keep parameters gathered for the whole step");
+    app.add_option("--precision", f.precision,
+                   "fp32, or bf16 parameters/gradients with fp32 master weights")
+        ->check(CLI::IsMember({"fp32", "bf16"}))
+        ->capture_default_str();
     parse_command_line(app, argc, argv, world);
 
     if (mb->count() == 0) o.microbatches = o.mesh.pp > 1 ? 2 * o.mesh.pp : 1;

@@ -3,8 +3,8 @@
 // Every rank runs every test case in the same order. A test that needs n ranks asks for them
 // with TRIDENT_RANKS(n, comm): the first n world ranks get `comm` and run the body; the other
 // ranks return at once (use first_ranks() directly inside loops, where `return` would leave
-// the other iterations' collectives). When fewer than n ranks were launched the test is skipped everywhere
-// and counted; the runner fails a run started with --no-skip that skipped anything.
+// the other iterations' collectives). When fewer than n ranks were launched the test is skipped
+// everywhere and counted; the runner fails a run started with --no-skip that skipped anything.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -46,7 +46,7 @@ inline const char*& current_test_name() {
 
 }  // namespace trident::test
 
-#define TRIDENT_RANKS(n, comm)                                                           \
+#define TRIDENT_RANKS(n, comm)                                                                \
   auto comm##_slot = ::trident::test::first_ranks((n), ::trident::test::current_test_name()); \
-  if (!comm##_slot) return;                                                              \
+  if (!comm##_slot) return;                                                                   \
   const ::trident::Comm& comm = *comm##_slot

@@ -79,7 +79,8 @@ void check_parity(const Comm& comm, const TrainOptions& o, int steps, Tolerance 
       // DP replica, the first stage's copy of the tied embedding
       const bool tied_copy = trainer.chunk(c).spec().head && !trainer.chunk(c).spec().embedding;
       auto counted = [&](const LocalParam& lp) {
-        return trainer.mesh().coord().dp == 0 && !(lp.tp_replicated() && trainer.mesh().coord().tp != 0) &&
+        return trainer.mesh().coord().dp == 0 &&
+               !(lp.tp_replicated() && trainer.mesh().coord().tp != 0) &&
                !(tied_copy && st.layout(u).name == "wte");
       };
       for (const LocalParam& lp : st.layout(u).params) {

@@ -16,7 +16,9 @@ template <class T, class S = T>
 std::unique_ptr<Trainer<T, S>> trainer(const Comm& comm, TrainOptions o) {
   return std::make_unique<Trainer<T, S>>(comm, o, TokenSource::synthetic(o.model.vocab));
 }
-double held(MemoryKind k) { return double(memory_stats().current(k)); }
+double held(MemoryKind k) {
+  return double(memory_stats().current(k));
+}
 }  // namespace
 
 TEST_CASE("model-state memory per rank equals the ZeRO paper's formula, fp32 and bf16 mixed") {
@@ -66,14 +68,16 @@ TEST_CASE("DP traffic per step: 2 Psi for ZeRO 0-2 and 3 Psi for ZeRO-3, counted
     if (stage == 3 && t->mesh().is_last_stage()) CHECK(volume == 3 * psi);
     if (stage == 3 && t->mesh().is_first_stage()) {
       UnitStore<double>& st = t->chunk(0).store();
-      const double embedding = double(st.padded(st.find("wte")) + st.padded(st.find("wpe"))) * sizeof(double);
+      const double embedding =
+          double(st.padded(st.find("wte")) + st.padded(st.find("wpe"))) * sizeof(double);
       CHECK(volume == 3 * psi - embedding);
     }
     CHECK(double(comm_stats().of("dp").total().bytes) == traffic_formula(*t).dp);
   }
 }
 
-TEST_CASE("TP traffic: 2 all-reduces of b*s*h per block half and microbatch; SP moves the same bytes") {
+TEST_CASE(
+    "TP traffic: 2 all-reduces of b*s*h per block half and microbatch; SP moves the same bytes") {
   TRIDENT_RANKS(2, comm);
   double volume[2] = {0, 0}, sync = 0;
   for (bool sp : {false, true}) {
@@ -85,7 +89,8 @@ TEST_CASE("TP traffic: 2 all-reduces of b*s*h per block half and microbatch; SP 
     comm_stats().reset();
     t->step();
     const CommCounts tp = comm_stats().of("tp");
-    const double bsh = double(o.model.seq) * o.rows_per_microbatch() * o.model.hidden * sizeof(double);
+    const double bsh =
+        double(o.model.seq) * o.rows_per_microbatch() * o.model.hidden * sizeof(double);
     const double bs = double(o.model.seq) * o.rows_per_microbatch() * sizeof(double);
     const int L = o.model.layers, m = o.microbatches;
     INFO(std::string(sp ? "with SP" : "without SP"));

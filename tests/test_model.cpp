@@ -67,7 +67,8 @@ TEST_CASE("initialisation by global index: a TP shard of a parameter is the slic
   for (std::size_t k = 0; k < qkv.numel; ++k) s2 += full[qkv.offset + k] * full[qkv.offset + k];
   for (std::size_t k = 0; k < proj.numel; ++k) r2 += full[proj.offset + k] * full[proj.offset + k];
   CHECK(std::sqrt(s2 / qkv.numel) == doctest::Approx(0.02).epsilon(0.05));
-  CHECK(std::sqrt(r2 / proj.numel) == doctest::Approx(0.02 / std::sqrt(2.0 * c.layers)).epsilon(0.05));
+  CHECK(std::sqrt(r2 / proj.numel) ==
+        doctest::Approx(0.02 / std::sqrt(2.0 * c.layers)).epsilon(0.05));
   CHECK(full[whole.params[kLn1W].offset] == 1.0);
   CHECK(full[whole.params[kLn1B].offset] == 0.0);
 }

@@ -18,7 +18,8 @@ namespace {
 std::string shared_path(const Comm& comm, const std::string& name) {
   std::int64_t id = getpid();
   comm.broadcast(Span<std::int64_t>(&id, 1), 0);
-  return (std::filesystem::temp_directory_path() / ("trident_" + std::to_string(id) + "_" + name)).string();
+  return (std::filesystem::temp_directory_path() / ("trident_" + std::to_string(id) + "_" + name))
+      .string();
 }
 std::string bytes_of(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -33,7 +34,8 @@ double max_diff(const Matrix<double>& a, const std::vector<double>& b) {
 
 TEST_CASE("save on TP2-PP2, load on TP2-DP2 with ZeRO-3: the same tensors, bit for bit") {
   TRIDENT_RANKS(4, comm);
-  const std::string first = shared_path(comm, "a.safetensors"), second = shared_path(comm, "b.safetensors");
+  const std::string first = shared_path(comm, "a.safetensors"),
+                    second = shared_path(comm, "b.safetensors");
   TrainOptions a = test::small_options({2, 2, 1});
   const TokenSource data = TokenSource::synthetic(a.model.vocab);
   Trainer<double> ta(comm, a, data);
@@ -87,11 +89,13 @@ TEST_CASE("--dump-grads on PP2-DP2 with ZeRO-2: the reference's gradients, loss 
       double scale = 0;
       for (double x : want) scale = std::max(scale, std::abs(x));
       INFO(name);
-      CHECK(max_diff(Eigen::Map<const Matrix<double>>(got.data(), 1, got.size()), want) <= 1e-10 * scale);
+      CHECK(max_diff(Eigen::Map<const Matrix<double>>(got.data(), 1, got.size()), want) <=
+            1e-10 * scale);
     }
     const auto inputs = file.read<std::int32_t>("inputs", {o.batch, o.model.seq});
     for (int b = 0; b < o.batch; ++b)
-      for (int s = 0; s < o.model.seq; ++s) CHECK(inputs[b * o.model.seq + s] == batch.inputs[s * o.batch + b]);
+      for (int s = 0; s < o.model.seq; ++s)
+        CHECK(inputs[b * o.model.seq + s] == batch.inputs[s * o.batch + b]);
     std::filesystem::remove(path);
   }
 }

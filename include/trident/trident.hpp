@@ -3,6 +3,7 @@
 // CLI11 or nlohmann-json and are included one by one.
 #pragma once
 
+// clang-format off
 #include "core/comm.hpp"
 #include "core/environment.hpp"
 #include "core/memory.hpp"
@@ -21,3 +22,4 @@
 #include "model/reference.hpp"
 #include "train/report.hpp"
 #include "plan/plan.hpp"
+// clang-format on

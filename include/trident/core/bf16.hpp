@@ -32,9 +32,15 @@ struct bf16 {
   }
 };
 
-inline float to_float(bf16 x) { return static_cast<float>(x); }
-inline float to_float(float x) { return x; }
-inline double to_float(double x) { return x; }
+inline float to_float(bf16 x) {
+  return static_cast<float>(x);
+}
+inline float to_float(float x) {
+  return x;
+}
+inline double to_float(double x) {
+  return x;
+}
 
 // Value conversion between float, double and bf16 (rounding to nearest for bf16).
 template <class To, class From>

@@ -114,8 +114,8 @@ class Comm {
             "all_gather on '" + name_ + "': buffer not divisible by the group size");
     return start(CommOp::all_gather, buf.bytes(), [&](MPI_Request* r) {
       const int n = count(buf.size() / static_cast<std::size_t>(size_));
-      return MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf.data(), n, mpi_type<T>(),
-                            comm_, r);
+      return MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf.data(), n, mpi_type<T>(), comm_,
+                            r);
     });
   }
   template <class T>

@@ -12,9 +12,9 @@ namespace trident {
 template <class T>
 struct mpi_traits;  // no MPI type for this C++ type
 
-#define TRIDENT_MPI_TYPE(T, M) \
-  template <>                  \
-  struct mpi_traits<T> {       \
+#define TRIDENT_MPI_TYPE(T, M)               \
+  template <>                                \
+  struct mpi_traits<T> {                     \
     static MPI_Datatype type() { return M; } \
   }
 TRIDENT_MPI_TYPE(float, MPI_FLOAT);
@@ -57,9 +57,12 @@ MPI_Op mpi_op(ReduceOp op) {
     return detail::bf16_sum_op();  // only sums are defined on bf16
   } else {
     switch (op) {
-      case ReduceOp::max: return MPI_MAX;
-      case ReduceOp::min: return MPI_MIN;
-      default: return MPI_SUM;
+      case ReduceOp::max:
+        return MPI_MAX;
+      case ReduceOp::min:
+        return MPI_MIN;
+      default:
+        return MPI_SUM;
     }
   }
 }

@@ -40,7 +40,9 @@ struct ExitRequest {
   int code = 0;
 };
 
-[[noreturn]] inline void fail(const std::string& message) { throw Error(message); }
+[[noreturn]] inline void fail(const std::string& message) {
+  throw Error(message);
+}
 
 // Turns an MPI return code into an MpiError naming the call, the error string and the rank.
 inline void check_mpi(int code, const char* call) {

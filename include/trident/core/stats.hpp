@@ -23,7 +23,16 @@
 
 namespace trident {
 
-enum class CommOp { all_reduce, reduce_scatter, all_gather, broadcast, reduce, send, recv, barrier };
+enum class CommOp {
+  all_reduce,
+  reduce_scatter,
+  all_gather,
+  broadcast,
+  reduce,
+  send,
+  recv,
+  barrier
+};
 inline constexpr int kCommOps = 8;
 
 inline const char* to_string(CommOp op) {

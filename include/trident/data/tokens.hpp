@@ -17,7 +17,9 @@
 namespace trident {
 
 // A text corpus every Debian system has: the GNU GPL version 3 among its common licenses.
-inline const char* default_corpus() { return "/usr/share/common-licenses/GPL-3"; }
+inline const char* default_corpus() {
+  return "/usr/share/common-licenses/GPL-3";
+}
 
 class TokenSource {
  public:
@@ -81,8 +83,8 @@ struct Microbatch {
   std::vector<std::int32_t> inputs, targets;  // (seq * rows), [s, b] order
 };
 
-inline Microbatch sample_rows(const TokenSource& data, std::uint64_t seed, int step,
-                              int row_begin, int rows, int seq) {
+inline Microbatch sample_rows(const TokenSource& data, std::uint64_t seed, int step, int row_begin,
+                              int rows, int seq) {
   Microbatch mb{rows, seq, std::vector<std::int32_t>(std::size_t(seq) * rows),
                 std::vector<std::int32_t>(std::size_t(seq) * rows)};
   std::vector<std::int32_t> in(seq), tg(seq);

@@ -43,9 +43,12 @@ std::vector<T> read_as(const io::SafetensorsReader& r, const std::string& name,
     return out;
   };
   switch (r.info(name).dtype) {
-    case io::DType::F64: return convert(r.read<double>(name, shape));
-    case io::DType::F32: return convert(r.read<float>(name, shape));
-    case io::DType::BF16: return convert(r.read<bf16>(name, shape));
+    case io::DType::F64:
+      return convert(r.read<double>(name, shape));
+    case io::DType::F32:
+      return convert(r.read<float>(name, shape));
+    case io::DType::BF16:
+      return convert(r.read<bf16>(name, shape));
     default:
       fail(r.path() + ": tensor '" + name + "' has dtype " + io::to_string(r.info(name).dtype) +
            "; parameters must be F64, F32 or BF16");
@@ -101,7 +104,8 @@ StepResult dump_gradients_and_step(Trainer<T, S>& t, const TokenSource& data,
     w.add("loss", &loss, {});
     std::vector<std::int32_t> inputs(std::size_t(o.batch) * o.model.seq), targets(inputs.size());
     for (int row = 0; row < o.batch; ++row)
-      data.sample(o.data_seed, t.steps_done(), row, o.model.seq, &inputs[std::size_t(row) * o.model.seq],
+      data.sample(o.data_seed, t.steps_done(), row, o.model.seq,
+                  &inputs[std::size_t(row) * o.model.seq],
                   &targets[std::size_t(row) * o.model.seq]);
     w.add("inputs", inputs.data(), {o.batch, o.model.seq});
     w.add("targets", targets.data(), {o.batch, o.model.seq});

@@ -9,8 +9,8 @@
 namespace trident {
 
 struct Topology {
-  int nodes = 1;           // distinct shared-memory nodes in the world
-  int ranks_per_node = 1;  // ranks on this rank's node
+  int nodes = 1;                // distinct shared-memory nodes in the world
+  int ranks_per_node = 1;       // ranks on this rank's node
   bool tp_spans_nodes = false;  // some tensor-parallel group has ranks on two nodes
 };
 

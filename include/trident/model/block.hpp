@@ -49,8 +49,13 @@ template <class T>
 class Block {
  public:
   Block(const GPTConfig& c, const TensorParallel& tp, int B)
-      : tp_(tp), S_(c.seq), B_(B), C_(c.hidden), Cl_(c.hidden / tp.size()),
-        Hl_(c.heads / tp.size()), D_(c.head_size()) {
+      : tp_(tp),
+        S_(c.seq),
+        B_(B),
+        C_(c.hidden),
+        Cl_(c.hidden / tp.size()),
+        Hl_(c.heads / tp.size()),
+        D_(c.head_size()) {
     const UnitLayout layout = layout_unit(block_unit(c, 0), tp.size(), tp.rank());
     for (int k = 0; k < kBlockParams; ++k) offset_[k] = layout.params[k].offset;
     qkv_ = {C_, 3 * Cl_};
@@ -76,16 +81,17 @@ class Block {
     T* ln_out2 = tp_.sequence_parallel ? ln_local.data() : a.ln2.data();
 
     // attention half
-    nn::layernorm_forward(ln_out1, a.ln1_mean.data(), a.ln1_rstd.data(), a.x.data(), w + offset_[kLn1W],
-                          w + offset_[kLn1B], n, C_);
-    qkv_.forward(tp_, a.qkv.data(), ln_out1, a.ln1.data(), w + offset_[kQkvW], w + offset_[kQkvB], N);
+    nn::layernorm_forward(ln_out1, a.ln1_mean.data(), a.ln1_rstd.data(), a.x.data(),
+                          w + offset_[kLn1W], w + offset_[kLn1B], n, C_);
+    qkv_.forward(tp_, a.qkv.data(), ln_out1, a.ln1.data(), w + offset_[kQkvW], w + offset_[kQkvB],
+                 N);
     nn::attention_forward(a.att.data(), a.probs.data(), a.qkv.data(), B_, S_, Hl_, D_);
     proj_.forward(tp_, y.data(), y_partial.data(), a.att.data(), w + offset_[kAttnProjW],
                   w + offset_[kAttnProjB], N);
     add(a.x2.data(), a.x.data(), y.data(), n * C_);
     // MLP half
-    nn::layernorm_forward(ln_out2, a.ln2_mean.data(), a.ln2_rstd.data(), a.x2.data(), w + offset_[kLn2W],
-                          w + offset_[kLn2B], n, C_);
+    nn::layernorm_forward(ln_out2, a.ln2_mean.data(), a.ln2_rstd.data(), a.x2.data(),
+                          w + offset_[kLn2W], w + offset_[kLn2B], n, C_);
     fc_.forward(tp_, a.fc.data(), ln_out2, a.ln2.data(), w + offset_[kFcW], w + offset_[kFcB], N);
     nn::gelu_forward(a.act.data(), a.fc.data(), a.fc.size());
     mlp_proj_.forward(tp_, y.data(), y_partial.data(), a.act.data(), w + offset_[kMlpProjW],
@@ -99,8 +105,10 @@ class Block {
     const int N = rows(), n = local_rows();
     const bool sp = tp_.sequence_parallel;
     Buffer<T> d_act(MemoryKind::buffers, N * 4 * Cl_), d_att(MemoryKind::buffers, N * Cl_);
-    Buffer<T> d_qkv(MemoryKind::buffers, N * 3 * Cl_), dy_full(MemoryKind::buffers, sp ? N * C_ : 0);
-    Buffer<T> dln_full(MemoryKind::buffers, N * C_), dln_local(MemoryKind::buffers, sp ? n * C_ : 0);
+    Buffer<T> d_qkv(MemoryKind::buffers, N * 3 * Cl_),
+        dy_full(MemoryKind::buffers, sp ? N * C_ : 0);
+    Buffer<T> dln_full(MemoryKind::buffers, N * C_),
+        dln_local(MemoryKind::buffers, sp ? n * C_ : 0);
     Buffer<T> dx2(MemoryKind::buffers, n * C_), d_ln_in(MemoryKind::buffers, n * C_);
     T* dln = sp ? dln_local.data() : dln_full.data();
 
@@ -116,7 +124,8 @@ class Block {
     // attention half: x2 = x + proj(attention(qkv(ln1(x))))
     proj_.backward(tp_, d_att.data(), g + offset_[kAttnProjW], g + offset_[kAttnProjB], dx2.data(),
                    dy_full.data(), a.att.data(), w + offset_[kAttnProjW], N);
-    nn::attention_backward(d_qkv.data(), d_att.data(), a.qkv.data(), a.probs.data(), B_, S_, Hl_, D_);
+    nn::attention_backward(d_qkv.data(), d_att.data(), a.qkv.data(), a.probs.data(), B_, S_, Hl_,
+                           D_);
     qkv_.backward(tp_, dln, dln_full.data(), g + offset_[kQkvW], g + offset_[kQkvB], d_qkv.data(),
                   a.ln1.data(), w + offset_[kQkvW], N);
     nn::layernorm_backward(d_ln_in.data(), g + offset_[kLn1W], g + offset_[kLn1B], dln, a.x.data(),

@@ -27,16 +27,24 @@ struct ChunkSpec {
 template <class T, class S = T>
 class ModelChunk {
  public:
-  ModelChunk(const GPTConfig& c, const TensorParallel& tp, ChunkSpec spec, int rows,
-             const Comm& dp, ZeroPolicy zero, bool recompute)
-      : c_(c), tp_(tp), spec_(spec), B_(rows), recompute_(recompute), block_(c, tp, rows),
+  ModelChunk(const GPTConfig& c, const TensorParallel& tp, ChunkSpec spec, int rows, const Comm& dp,
+             ZeroPolicy zero, bool recompute)
+      : c_(c),
+        tp_(tp),
+        spec_(spec),
+        B_(rows),
+        recompute_(recompute),
+        block_(c, tp, rows),
         store_(layouts(c, tp, spec), zero, dp) {
-    const ShardLayout wte = layout_unit(wte_unit(c, tp.size()), tp.size(), tp.rank()).params[0].layout;
-    const int vocab_rows = static_cast<int>(wte.local_rows()), begin = static_cast<int>(wte.offset());
+    const ShardLayout wte =
+        layout_unit(wte_unit(c, tp.size()), tp.size(), tp.rank()).params[0].layout;
+    const int vocab_rows = static_cast<int>(wte.local_rows()),
+              begin = static_cast<int>(wte.offset());
     embedding_ = {begin, vocab_rows, c.hidden};
     head_ = {begin, vocab_rows, c.vocab, c.hidden};
     if (spec.embedding) order_ = {store_.find("wte"), store_.find("wpe")};
-    for (int l = 0; l < spec.layers; ++l) order_.push_back(store_.find("h." + std::to_string(spec.first_layer + l)));
+    for (int l = 0; l < spec.layers; ++l)
+      order_.push_back(store_.find("h." + std::to_string(spec.first_layer + l)));
     if (spec.head) order_.insert(order_.end(), {store_.find("ln_f"), store_.find("wte")});
     store_.initialise([&](int u, T* out) { initialise_unit(store_.layout(u), c, out); });
   }
@@ -66,7 +74,9 @@ class ModelChunk {
     }
     if (spec_.head) st.final_x.allocate(MemoryKind::activations, std::size_t(n) * C);
     for (int l = 0; l < spec_.layers; ++l) {
-      T* out = l + 1 < spec_.layers ? st.blocks[l + 1].x.data() : spec_.head ? st.final_x.data() : output;
+      T* out = l + 1 < spec_.layers ? st.blocks[l + 1].x.data()
+               : spec_.head         ? st.final_x.data()
+                                    : output;
       block_.forward(st.blocks[l], out, use(k++));
       release(k - 1);
       if (recompute_) st.blocks[l].drop_all_but_input();
@@ -80,7 +90,8 @@ class ModelChunk {
   void backward(int mb, const Microbatch& data, const T* doutput, T* dinput, T scale, bool last) {
     Stash& st = stash_.at(mb);
     const int N = block_.rows(), n = block_.local_rows(), C = c_.hidden;
-    Buffer<T> d(MemoryKind::buffers, std::size_t(n) * C), dnext(MemoryKind::buffers, std::size_t(n) * C);
+    Buffer<T> d(MemoryKind::buffers, std::size_t(n) * C),
+        dnext(MemoryKind::buffers, std::size_t(n) * C);
     std::size_t k = order_.size();  // walk the units in reverse
     if (spec_.head) {
       head_backward(st, data, d.data(), k, scale, last);
@@ -116,10 +127,12 @@ class ModelChunk {
  private:
   struct Stash {
     std::vector<BlockActivations<T>> blocks;
-    Buffer<T> final_x, lnf_mean, lnf_rstd, lnf, probs;  // last chunk: LN_f input, stats, head input, softmax
+    Buffer<T> final_x, lnf_mean, lnf_rstd, lnf,
+        probs;  // last chunk: LN_f input, stats, head input, softmax
   };
 
-  static std::vector<UnitLayout> layouts(const GPTConfig& c, const TensorParallel& tp, ChunkSpec s) {
+  static std::vector<UnitLayout> layouts(const GPTConfig& c, const TensorParallel& tp,
+                                         ChunkSpec s) {
     std::vector<UnitSpec> units;
     if (s.embedding) units.insert(units.end(), {wte_unit(c, tp.size()), wpe_unit(c)});
     for (int l = 0; l < s.layers; ++l) units.push_back(block_unit(c, s.first_layer + l));
@@ -149,10 +162,13 @@ class ModelChunk {
     auto act = [&](Buffer<T>& b, std::size_t size) { b.allocate(MemoryKind::activations, size); };
     act(st.lnf_mean, n), act(st.lnf_rstd, n), act(st.lnf, std::size_t(N) * C);
     act(st.probs, std::size_t(N) * head_.rows);
-    Buffer<T> local(MemoryKind::buffers, tp_.sequence_parallel ? std::size_t(n) * C : 0), losses(MemoryKind::buffers, N);
+    Buffer<T> local(MemoryKind::buffers, tp_.sequence_parallel ? std::size_t(n) * C : 0),
+        losses(MemoryKind::buffers, N);
     T* out = tp_.sequence_parallel ? local.data() : st.lnf.data();
-    nn::layernorm_forward(out, st.lnf_mean.data(), st.lnf_rstd.data(), st.final_x.data(), lnf, lnf + C, n, C);
-    head_.forward(tp_, losses.data(), st.probs.data(), out, st.lnf.data(), wte, data.targets.data(), N);
+    nn::layernorm_forward(out, st.lnf_mean.data(), st.lnf_rstd.data(), st.final_x.data(), lnf,
+                          lnf + C, n, C);
+    head_.forward(tp_, losses.data(), st.probs.data(), out, st.lnf.data(), wte, data.targets.data(),
+                  N);
     release(k), release(k + 1);
     double sum = 0;
     for (int i = 0; i < N; ++i) sum += losses[i];
@@ -167,8 +183,8 @@ class ModelChunk {
     Buffer<T> dfull(MemoryKind::buffers, std::size_t(N) * C);
     Buffer<T> dlocal(MemoryKind::buffers, tp_.sequence_parallel ? std::size_t(n) * C : 0);
     T* dln = tp_.sequence_parallel ? dlocal.data() : dfull.data();
-    head_.backward(tp_, dln, dfull.data(), store_.grads(u_wte), st.probs.data(), data.targets.data(),
-                   st.lnf.data(), wte, scale, N);
+    head_.backward(tp_, dln, dfull.data(), store_.grads(u_wte), st.probs.data(),
+                   data.targets.data(), st.lnf.data(), wte, scale, N);
     T* g = store_.grads(u_lnf);
     nn::layernorm_backward(dx, g, g + C, dln, st.final_x.data(), lnf, st.lnf_mean.data(),
                            st.lnf_rstd.data(), n, C);

@@ -8,11 +8,11 @@
 namespace trident {
 
 struct GPTConfig {
-  int vocab = 256;    // V: tokens (byte-level by default)
-  int seq = 64;       // T: context length (rows of the position table) = training length
-  int layers = 4;     // L
-  int hidden = 64;    // C (h in Megatron's papers); the MLP is 4C wide
-  int heads = 4;      // H; head size C / H
+  int vocab = 256;  // V: tokens (byte-level by default)
+  int seq = 64;     // T: context length (rows of the position table) = training length
+  int layers = 4;   // L
+  int hidden = 64;  // C (h in Megatron's papers); the MLP is 4C wide
+  int heads = 4;    // H; head size C / H
   unsigned long long seed = 1234;  // initialisation (model/init.hpp)
 
   int head_size() const { return hidden / heads; }

@@ -48,11 +48,14 @@ enum class Init { normal, residual_normal, ones, zeros };
 inline double initial_value(Init init, std::uint64_t seed, std::string_view name,
                             std::uint64_t index, int layers) {
   switch (init) {
-    case Init::normal: return 0.02 * normal_at(seed, name, index);
+    case Init::normal:
+      return 0.02 * normal_at(seed, name, index);
     case Init::residual_normal:
       return 0.02 / std::sqrt(2.0 * layers) * normal_at(seed, name, index);
-    case Init::ones: return 1.0;
-    default: return 0.0;
+    case Init::ones:
+      return 1.0;
+    default:
+      return 0.0;
   }
 }
 

@@ -38,8 +38,19 @@ struct UnitSpec {
 
 // Order of a block's parameters inside its unit (the index into UnitSpec::params).
 enum BlockParam {
-  kLn1W, kLn1B, kQkvW, kQkvB, kAttnProjW, kAttnProjB,
-  kLn2W, kLn2B, kFcW, kFcB, kMlpProjW, kMlpProjB, kBlockParams
+  kLn1W,
+  kLn1B,
+  kQkvW,
+  kQkvB,
+  kAttnProjW,
+  kAttnProjB,
+  kLn2W,
+  kLn2B,
+  kFcW,
+  kFcB,
+  kMlpProjW,
+  kMlpProjB,
+  kBlockParams
 };
 
 inline std::int64_t padded_vocab(const GPTConfig& c, int tp) {

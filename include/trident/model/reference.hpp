@@ -65,26 +65,36 @@ class ReferenceGPT {
       Layer& y = a[l];
       y.x = x, y.m1 = vec(N), y.r1 = vec(N), y.ln1 = vec(N * C), y.qkv = vec(N * 3 * C);
       y.probs = vec(std::size_t(B) * H * S * S), y.att = vec(N * C), y.x2 = vec(N * C);
-      y.m2 = vec(N), y.r2 = vec(N), y.ln2 = vec(N * C), y.fc = vec(N * 4 * C), y.act = vec(N * 4 * C);
+      y.m2 = vec(N), y.r2 = vec(N), y.ln2 = vec(N * C), y.fc = vec(N * 4 * C),
+      y.act = vec(N * 4 * C);
       std::vector<T> proj = vec(N * C);
-      nn::layernorm_forward(y.ln1.data(), y.m1.data(), y.r1.data(), y.x.data(), P(h + "ln_1.weight"), P(h + "ln_1.bias"), N, C);
-      nn::linear_forward(y.qkv.data(), y.ln1.data(), P(h + "attn.c_attn.weight"), P(h + "attn.c_attn.bias"), N, C, 3 * C);
+      nn::layernorm_forward(y.ln1.data(), y.m1.data(), y.r1.data(), y.x.data(),
+                            P(h + "ln_1.weight"), P(h + "ln_1.bias"), N, C);
+      nn::linear_forward(y.qkv.data(), y.ln1.data(), P(h + "attn.c_attn.weight"),
+                         P(h + "attn.c_attn.bias"), N, C, 3 * C);
       nn::attention_forward(y.att.data(), y.probs.data(), y.qkv.data(), B, S, H, D);
-      nn::linear_forward(proj.data(), y.att.data(), P(h + "attn.c_proj.weight"), P(h + "attn.c_proj.bias"), N, C, C);
+      nn::linear_forward(proj.data(), y.att.data(), P(h + "attn.c_proj.weight"),
+                         P(h + "attn.c_proj.bias"), N, C, C);
       for (int i = 0; i < N * C; ++i) y.x2[i] = y.x[i] + proj[i];
-      nn::layernorm_forward(y.ln2.data(), y.m2.data(), y.r2.data(), y.x2.data(), P(h + "ln_2.weight"), P(h + "ln_2.bias"), N, C);
-      nn::linear_forward(y.fc.data(), y.ln2.data(), P(h + "mlp.c_fc.weight"), P(h + "mlp.c_fc.bias"), N, C, 4 * C);
+      nn::layernorm_forward(y.ln2.data(), y.m2.data(), y.r2.data(), y.x2.data(),
+                            P(h + "ln_2.weight"), P(h + "ln_2.bias"), N, C);
+      nn::linear_forward(y.fc.data(), y.ln2.data(), P(h + "mlp.c_fc.weight"),
+                         P(h + "mlp.c_fc.bias"), N, C, 4 * C);
       nn::gelu_forward(y.act.data(), y.fc.data(), y.fc.size());
-      nn::linear_forward(proj.data(), y.act.data(), P(h + "mlp.c_proj.weight"), P(h + "mlp.c_proj.bias"), N, 4 * C, C);
+      nn::linear_forward(proj.data(), y.act.data(), P(h + "mlp.c_proj.weight"),
+                         P(h + "mlp.c_proj.bias"), N, 4 * C, C);
       for (int i = 0; i < N * C; ++i) x[i] = y.x2[i] + proj[i];
     }
     // final LayerNorm, LM head tied to wte, softmax cross-entropy averaged over the N tokens
-    std::vector<T> mf = vec(N), rf = vec(N), lnf = vec(N * C), probs = vec(std::size_t(N) * V), losses = vec(N);
-    nn::layernorm_forward(lnf.data(), mf.data(), rf.data(), x.data(), P("ln_f.weight"), P("ln_f.bias"), N, C);
+    std::vector<T> mf = vec(N), rf = vec(N), lnf = vec(N * C), probs = vec(std::size_t(N) * V),
+                   losses = vec(N);
+    nn::layernorm_forward(lnf.data(), mf.data(), rf.data(), x.data(), P("ln_f.weight"),
+                          P("ln_f.bias"), N, C);
     std::vector<T> logits = vec(std::size_t(N) * V);
     backend::gemm(backend::view(logits.data(), N, V), backend::cview(lnf.data(), N, C),
                   backend::cview(P("wte.weight"), V, C), false, true, T(0));
-    nn::cross_entropy_forward(losses.data(), probs.data(), logits.data(), batch.targets.data(), N, V, 0, V);
+    nn::cross_entropy_forward(losses.data(), probs.data(), logits.data(), batch.targets.data(), N,
+                              V, 0, V);
     double loss = 0;
     for (T l : losses) loss += l;
     loss /= N;
@@ -97,21 +107,28 @@ class ReferenceGPT {
     std::vector<T> dlnf = vec(N * C), dx = vec(N * C);
     backend::gemm(backend::view(dlnf.data(), N, C), backend::cview(logits.data(), N, V),
                   backend::cview(P("wte.weight"), V, C), false, false, T(0));
-    nn::layernorm_backward(dx.data(), G("ln_f.weight"), G("ln_f.bias"), dlnf.data(), x.data(), P("ln_f.weight"), mf.data(), rf.data(), N, C);
+    nn::layernorm_backward(dx.data(), G("ln_f.weight"), G("ln_f.bias"), dlnf.data(), x.data(),
+                           P("ln_f.weight"), mf.data(), rf.data(), N, C);
     for (int l = L - 1; l >= 0; --l) {
       const std::string h = "h." + std::to_string(l) + ".";
       const Layer& y = a[l];
       std::vector<T> dact = vec(N * 4 * C), dln = vec(N * C), dtmp = vec(N * C), dx2 = vec(N * C);
       std::vector<T> datt = vec(N * C), dqkv = vec(N * 3 * C);
-      nn::linear_backward(dact.data(), G(h + "mlp.c_proj.weight"), G(h + "mlp.c_proj.bias"), dx.data(), y.act.data(), P(h + "mlp.c_proj.weight"), N, 4 * C, C);
+      nn::linear_backward(dact.data(), G(h + "mlp.c_proj.weight"), G(h + "mlp.c_proj.bias"),
+                          dx.data(), y.act.data(), P(h + "mlp.c_proj.weight"), N, 4 * C, C);
       nn::gelu_backward(dact.data(), dact.data(), y.fc.data(), dact.size());
-      nn::linear_backward(dln.data(), G(h + "mlp.c_fc.weight"), G(h + "mlp.c_fc.bias"), dact.data(), y.ln2.data(), P(h + "mlp.c_fc.weight"), N, C, 4 * C);
-      nn::layernorm_backward(dtmp.data(), G(h + "ln_2.weight"), G(h + "ln_2.bias"), dln.data(), y.x2.data(), P(h + "ln_2.weight"), y.m2.data(), y.r2.data(), N, C);
+      nn::linear_backward(dln.data(), G(h + "mlp.c_fc.weight"), G(h + "mlp.c_fc.bias"), dact.data(),
+                          y.ln2.data(), P(h + "mlp.c_fc.weight"), N, C, 4 * C);
+      nn::layernorm_backward(dtmp.data(), G(h + "ln_2.weight"), G(h + "ln_2.bias"), dln.data(),
+                             y.x2.data(), P(h + "ln_2.weight"), y.m2.data(), y.r2.data(), N, C);
       for (int i = 0; i < N * C; ++i) dx2[i] = dx[i] + dtmp[i];
-      nn::linear_backward(datt.data(), G(h + "attn.c_proj.weight"), G(h + "attn.c_proj.bias"), dx2.data(), y.att.data(), P(h + "attn.c_proj.weight"), N, C, C);
+      nn::linear_backward(datt.data(), G(h + "attn.c_proj.weight"), G(h + "attn.c_proj.bias"),
+                          dx2.data(), y.att.data(), P(h + "attn.c_proj.weight"), N, C, C);
       nn::attention_backward(dqkv.data(), datt.data(), y.qkv.data(), y.probs.data(), B, S, H, D);
-      nn::linear_backward(dln.data(), G(h + "attn.c_attn.weight"), G(h + "attn.c_attn.bias"), dqkv.data(), y.ln1.data(), P(h + "attn.c_attn.weight"), N, C, 3 * C);
-      nn::layernorm_backward(dtmp.data(), G(h + "ln_1.weight"), G(h + "ln_1.bias"), dln.data(), y.x.data(), P(h + "ln_1.weight"), y.m1.data(), y.r1.data(), N, C);
+      nn::linear_backward(dln.data(), G(h + "attn.c_attn.weight"), G(h + "attn.c_attn.bias"),
+                          dqkv.data(), y.ln1.data(), P(h + "attn.c_attn.weight"), N, C, 3 * C);
+      nn::layernorm_backward(dtmp.data(), G(h + "ln_1.weight"), G(h + "ln_1.bias"), dln.data(),
+                             y.x.data(), P(h + "ln_1.weight"), y.m1.data(), y.r1.data(), N, C);
       for (int i = 0; i < N * C; ++i) dx[i] = dx2[i] + dtmp[i];
     }
     nn::position_embedding_backward(G("wpe.weight"), dx.data(), N, B, 0, C);

@@ -108,16 +108,18 @@ inline double measure_gemm_flops(const Comm& world, int rows, int inner, int col
   return reps * flops / seconds;
 }
 
-// Bytes/s of Buffer's allocate (zero-filled) and free, `bytes` at a time, on every rank at once.
-inline double measure_fill_bandwidth(const Comm& world, std::size_t bytes) {
-  const int reps = std::max(1, static_cast<int>(256e6 / double(bytes)));  // ~256 MB per rank
+// Bytes/s of filling Buffers the way a microbatch's stash is filled: `held` zero-filled
+// Buffers of `bytes` each allocated one after the other, then all freed, every rank at once.
+// Large allocations go back to the system when freed, so this includes page faults.
+inline double measure_fill_bandwidth(const Comm& world, std::size_t bytes, int held) {
+  const int reps = std::max(1, static_cast<int>(256e6 / (double(bytes) * held)));  // ~256 MB
   const double seconds = detail::time_together(world, 3, [&] {
     for (int r = 0; r < reps; ++r) {
-      Buffer<float> b(MemoryKind::buffers, bytes / sizeof(float));
-      if (b[0] != 0.f) fail("calibration: a Buffer was not zero-filled");
+      std::vector<Buffer<float>> stash(held);
+      for (Buffer<float>& b : stash) b.allocate(MemoryKind::buffers, bytes / sizeof(float));
     }
   });
-  return reps * double(bytes) / seconds;
+  return reps * double(bytes) * held / seconds;
 }
 
 // AdamW element updates per second (float parameters, gradients and moments), every rank at once.
@@ -132,58 +134,79 @@ inline double measure_adamw_rate(const Comm& world, std::size_t elements) {
   return reps * double(elements) / seconds;
 }
 
-// One collective over groups of `group` consecutive ranks, all groups at once, fitted over sizes.
-inline LinearFit measure_collective(const Comm& world, CommOp op, int group,
-                                    const std::vector<std::size_t>& sizes, int reps = 5) {
+// A call as the step makes it: after a stretch of compute (`work`), on a freshly allocated
+// Buffer, every rank at once. Its cost is the time `cycles` of (work, call) take beyond
+// `cycles` of work alone: the call's latency and transfer, the wait for group members that the
+// scheduler had not run yet, and what a new buffer costs MPI. Fitted over the sizes.
+template <class Work, class Call>
+LinearFit measure_after_work(const Comm& world, const std::vector<std::size_t>& sizes,
+                             Work&& work, Call&& call, int cycles = 6) {
+  const double alone = detail::time_together(world, 3, [&] {
+    for (int c = 0; c < cycles; ++c) work();
+  });
+  std::vector<double> xs, ys;
+  for (std::size_t bytes : sizes) {
+    const double with = detail::time_together(world, 3, [&] {
+      for (int c = 0; c < cycles; ++c) {
+        work();
+        call(bytes);
+      }
+    });
+    xs.push_back(double(bytes));
+    ys.push_back(std::max(0.0, with - alone) / cycles);
+  }
+  return fit_line(xs, ys);
+}
+
+// One collective over groups of `group` consecutive ranks (all groups at once), after work.
+template <class Work>
+LinearFit measure_collective(const Comm& world, CommOp op, int group,
+                             const std::vector<std::size_t>& sizes, Work&& work) {
   const Comm g = world.split(world.rank() / group, world.rank(), "calibrate");
-  std::vector<double> xs, ys;
-  for (std::size_t bytes : sizes) {
+  return measure_after_work(world, sizes, work, [&](std::size_t bytes) {
     const std::size_t n = std::max<std::size_t>(bytes / sizeof(float) / group, 1) * group;
-    std::vector<float> full(n, 1.f), shard(n / group, 1.f);
-    const double s = detail::time_together(world, reps, [&] {
-      if (op == CommOp::all_reduce) g.all_reduce(Span<float>(full));
-      if (op == CommOp::reduce_scatter) g.reduce_scatter(Span<const float>(full), Span<float>(shard));
-      if (op == CommOp::all_gather) g.all_gather(Span<const float>(shard), Span<float>(full));
-    });
-    xs.push_back(double(n * sizeof(float)));
-    ys.push_back(s);
-  }
-  return fit_line(xs, ys);
+    Buffer<float> full(MemoryKind::buffers, n), shard(MemoryKind::buffers, n / group);
+    if (op == CommOp::all_reduce) g.all_reduce(Span<float>(full.data(), n));
+    if (op == CommOp::reduce_scatter) g.reduce_scatter(Span<const float>(full.data(), n), Span<float>(shard.data(), n / group));
+    if (op == CommOp::all_gather) g.all_gather(Span<const float>(shard.data(), n / group), Span<float>(full.data(), n));
+  });
 }
 
-// A message from each even rank to the next odd one, all pairs at once, fitted over sizes.
-inline LinearFit measure_p2p(const Comm& world, const std::vector<std::size_t>& sizes, int reps = 5) {
+// A message from each even rank to the next odd one (all pairs at once), after work.
+template <class Work>
+LinearFit measure_p2p(const Comm& world, const std::vector<std::size_t>& sizes, Work&& work) {
   const Comm pair = world.split(world.rank() / 2, world.rank(), "calibrate");
-  std::vector<double> xs, ys;
-  for (std::size_t bytes : sizes) {
-    std::vector<float> buf(std::max<std::size_t>(bytes / sizeof(float), 1), 1.f);
-    const double s = detail::time_together(world, reps, [&] {
-      if (pair.size() < 2) return;
-      if (pair.rank() == 0) pair.send(Span<const float>(buf), 1, 0);
-      if (pair.rank() == 1) pair.recv(Span<float>(buf), 0, 0);
-    });
-    xs.push_back(double(buf.size() * sizeof(float)));
-    ys.push_back(s);
-  }
-  return fit_line(xs, ys);
+  return measure_after_work(world, sizes, work, [&](std::size_t bytes) {
+    Buffer<float> buf(MemoryKind::buffers, std::max<std::size_t>(bytes / sizeof(float), 1));
+    if (pair.size() < 2) return;
+    if (pair.rank() == 0) pair.send(Span<const float>(buf.data(), buf.size()), 1, 0);
+    if (pair.rank() == 1) pair.recv(Span<float>(buf.data(), buf.size()), 0, 0);
+  });
 }
 
-// Everything, with the GEMM measured at (rows, inner) x (inner, cols). A few seconds. Collective.
-// The communicators are named "calibrate" in comm_stats(); its barriers and maxima count as
-// "world" — reset the counters before measuring a run.
+// Everything, the GEMM measured at (rows, inner) x (inner, cols), whose forward product is also
+// the compute between calls. A few seconds. Collective. The communicators are named
+// "calibrate" in comm_stats(); its barriers and maxima count as "world": reset the counters
+// before measuring a run.
 inline Calibration calibrate(const Comm& world, int rows, int inner, int cols) {
   Calibration c;
   c.ranks = world.size();
   c.gemm_flops = measure_gemm_flops(world, rows, inner, cols);
-  c.fill_bytes = measure_fill_bandwidth(world, std::size_t(1) << 20);
+  c.fill_bytes = measure_fill_bandwidth(world, std::size_t(1) << 20, 32);
   c.adamw_rate = measure_adamw_rate(world, std::size_t(1) << 20);
+  std::vector<float> x(std::size_t(rows) * inner, 0.5f), w(std::size_t(inner) * cols, 0.25f);
+  std::vector<float> y(std::size_t(rows) * cols);
+  auto work = [&] {
+    backend::gemm<float>(backend::view(y.data(), rows, cols), backend::cview(x.data(), rows, inner),
+                         backend::cview(w.data(), inner, cols), false, false, 0.f);
+  };
   const std::vector<std::size_t> sizes{std::size_t(4) << 10, std::size_t(512) << 10,
                                        std::size_t(4) << 20};
   for (int g = 2; g <= world.size(); ++g)
     if (world.size() % g == 0)
       for (CommOp op : {CommOp::all_reduce, CommOp::reduce_scatter, CommOp::all_gather})
-        c.collectives[g][static_cast<int>(op)] = measure_collective(world, op, g, sizes);
-  if (world.size() >= 2) c.p2p = measure_p2p(world, sizes);
+        c.collectives[g][static_cast<int>(op)] = measure_collective(world, op, g, sizes, work);
+  if (world.size() >= 2) c.p2p = measure_p2p(world, sizes, work);
   return c;
 }
 

@@ -34,8 +34,8 @@ struct Placement {
   std::string to_string() const {
     if (kind == Kind::replicate) return "Replicate";
     if (kind == Kind::partial) return "Partial(sum)";
-    return "Shard(" + std::to_string(dim) + (chunks > 1 ? ", chunks=" + std::to_string(chunks) : "") +
-           ")";
+    return "Shard(" + std::to_string(dim) +
+           (chunks > 1 ? ", chunks=" + std::to_string(chunks) : "") + ")";
   }
 };
 

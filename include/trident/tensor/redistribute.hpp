@@ -53,9 +53,8 @@ Matrix<T> all_gather(const ShardedTensor<T>& t, const Comm& axis) {
   std::copy(t.local().data(), t.local().data() + t.local().size(), mine.begin());
   axis.all_gather<T>(mine, all);
   for (int r = 0; r < axis.size(); ++r)
-    detail::for_each_element(l, r, [&](std::int64_t k, std::int64_t g) {
-      full.data()[g] = all[r * block + k];
-    });
+    detail::for_each_element(
+        l, r, [&](std::int64_t k, std::int64_t g) { full.data()[g] = all[r * block + k]; });
   return full;
 }
 
@@ -80,9 +79,8 @@ ShardedTensor<T> reduce_scatter(const ShardedTensor<T>& t, Placement target, con
   const std::int64_t block = detail::largest_block(l);
   std::vector<T> send(block * axis.size(), T(0)), mine(block);
   for (int r = 0; r < axis.size(); ++r)
-    detail::for_each_element(l, r, [&](std::int64_t k, std::int64_t g) {
-      send[r * block + k] = t.local().data()[g];
-    });
+    detail::for_each_element(
+        l, r, [&](std::int64_t k, std::int64_t g) { send[r * block + k] = t.local().data()[g]; });
   axis.reduce_scatter<T>(send, mine);
   std::copy(mine.begin(), mine.begin() + out.local().size(), out.local().data());
   return out;
@@ -92,7 +90,8 @@ ShardedTensor<T> reduce_scatter(const ShardedTensor<T>& t, Placement target, con
 template <class T>
 ShardedTensor<T> scatter(const ShardedTensor<T>& t, Placement target, std::int64_t padded = 0) {
   require(t.layout().placement().kind == Placement::Kind::replicate, "scatter needs Replicate");
-  return ShardedTensor<T>::from_global(t.local(), detail::with_placement(t.layout(), target, padded));
+  return ShardedTensor<T>::from_global(t.local(),
+                                       detail::with_placement(t.layout(), target, padded));
 }
 
 // Any placement -> `target`. Collective over `axis` unless no communication is needed.

@@ -24,9 +24,7 @@ class ShardedTensor {
 
   // This rank's block of `global` (rows, cols) under `layout`. Padding is zero.
   static ShardedTensor from_global(const Matrix<T>& global, ShardLayout layout) {
-    return from_index(std::move(layout), [&](std::int64_t k) {
-      return global.data()[k];
-    });
+    return from_index(std::move(layout), [&](std::int64_t k) { return global.data()[k]; });
   }
   // This rank's block with element value(global row-major offset). Padding is zero.
   template <class F>

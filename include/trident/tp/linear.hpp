@@ -28,8 +28,8 @@ struct ColumnParallelLinear {
 
   // x: (n, in); x_full: (N, in) buffer used under SP; y: (N, out).
   // Returns the (N, in) input the product used (x, or x_full) — keep it for backward.
-  const T* forward(const TensorParallel& tp, T* y, const T* x, T* x_full, const T* w,
-                   const T* b, int N) const {
+  const T* forward(const TensorParallel& tp, T* y, const T* x, T* x_full, const T* w, const T* b,
+                   int N) const {
     const T* used = tp.enter(x, x_full, std::size_t(tp.local_rows(N)) * in);
     nn::linear_forward(y, used, w, b, N, in, out);
     return used;
@@ -58,8 +58,8 @@ struct RowParallelLinear {
   }
   // dy: (n, out); dy_full: (N, out) buffer used under SP; dx: (N, in). dw, db accumulate (db
   // from this rank's rows: a partial sum over TP ranks under SP).
-  void backward(const TensorParallel& tp, T* dx, T* dw, T* db, const T* dy, T* dy_full,
-                const T* x, const T* w, int N) const {
+  void backward(const TensorParallel& tp, T* dx, T* dw, T* db, const T* dy, T* dy_full, const T* x,
+                const T* w, int N) const {
     const int n = tp.local_rows(N);
     RowMap<T>(db, out) += CMatMap<T>(dy, n, out).colwise().sum();
     const T* d = tp.exit_backward(dy, dy_full, std::size_t(n) * out);
@@ -76,7 +76,8 @@ void gather_columns(const TensorParallel& tp, T* full, const T* local, int N, in
   tp.comm->all_gather(Span<const T>(local, std::size_t(N) * out), Span<T>(blocks));
   for (int r = 0; r < t; ++r)
     for (int i = 0; i < N; ++i)
-      std::copy_n(&blocks[(std::size_t(r) * N + i) * out], out, full + std::size_t(i) * out * t + r * out);
+      std::copy_n(&blocks[(std::size_t(r) * N + i) * out], out,
+                  full + std::size_t(i) * out * t + r * out);
 }
 
 }  // namespace trident

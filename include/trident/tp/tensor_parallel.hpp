@@ -86,7 +86,8 @@ inline void validate_tensor_parallel(const GPTConfig& c, int tp, bool sequence_p
   require(tp >= 1, "TP must be at least 1");
   require(tp <= c.heads,
           "TP=" + s(tp) + " is larger than the " + s(c.heads) + " attention heads to split");
-  require(c.heads % tp == 0, "the " + s(c.heads) + " attention heads are not divisible by TP=" + s(tp));
+  require(c.heads % tp == 0,
+          "the " + s(c.heads) + " attention heads are not divisible by TP=" + s(tp));
   require(c.hidden % tp == 0, "hidden size " + s(c.hidden) + " is not divisible by TP=" + s(tp));
   if (sequence_parallel)
     require(c.seq % tp == 0, "sequence parallelism needs the sequence length " + s(c.seq) +

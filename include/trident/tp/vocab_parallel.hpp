@@ -21,8 +21,8 @@ struct VocabParallelEmbedding {
   int C = 0;
 
   // h: (n, C) = g(wte[tokens]) + wpe[t]; partial: (N, C) scratch; tokens: (N) in [s, b] order.
-  void forward(const TensorParallel& tp, T* h, T* partial, const std::int32_t* tokens,
-               const T* wte, const T* wpe, int N, int B) const {
+  void forward(const TensorParallel& tp, T* h, T* partial, const std::int32_t* tokens, const T* wte,
+               const T* wpe, int N, int B) const {
     nn::token_embedding_forward(partial, tokens, wte, N, C, vocab_begin, vocab_begin + rows);
     const int n = tp.local_rows(N);
     tp.exit(h, partial, std::size_t(n) * C);

@@ -81,10 +81,12 @@ Traffic traffic_formula(Trainer<T, S>& t) {
       if (sp) {
         double replicated = 0;  // TP-replicated elements of the reduced gradients held here
         for (int u = 0; u < st.size(); ++u) {
-          const std::size_t held = st.reduced_grads(u).size(), begin = st.policy().stage == 0 ? 0 : st.shard_begin(u);
-          for_each_param_in(st.layout(u), begin, begin + held, [&](const LocalParam& lp, std::size_t a, std::size_t b) {
-            if (lp.tp_replicated()) replicated += double(b - a);
-          });
+          const std::size_t held = st.reduced_grads(u).size(),
+                            begin = st.policy().stage == 0 ? 0 : st.shard_begin(u);
+          for_each_param_in(st.layout(u), begin, begin + held,
+                            [&](const LocalParam& lp, std::size_t a, std::size_t b) {
+                              if (lp.tp_replicated()) replicated += double(b - a);
+                            });
         }
         f.tp += replicated * sizeof(S);
       }
@@ -106,7 +108,8 @@ Traffic traffic_formula(Trainer<T, S>& t) {
       const double reductions = (z.stage >= 2 && z.reduce == GradReduce::per_microbatch) ? m : 1;
       if (z.stage == 0) f.dp += psi;
       if (z.stage == 1 || z.stage == 2) f.dp += psi * reductions + psi;
-      if (z.stage == 3) f.dp += psi * reductions + (z.keep_gathered ? psi : m * (fwd_gathers + bwd_gathers));
+      if (z.stage == 3)
+        f.dp += psi * reductions + (z.keep_gathered ? psi : m * (fwd_gathers + bwd_gathers));
     }
     const int wte = st.find("wte");
     if (wte >= 0 && p > 1) f.emb += double(st.reduced_grads(wte).size()) * sizeof(S);

@@ -22,8 +22,8 @@ struct TrainOptions {
   MeshShape mesh;
   bool sequence_parallel = false;
   pp::ScheduleKind schedule = pp::ScheduleKind::one_f_one_b;
-  int microbatches = 1;    // per DP replica per step
-  int virtual_stages = 1;  // model chunks per pipeline rank (interleaved schedule)
+  int microbatches = 1;        // per DP replica per step
+  int virtual_stages = 1;      // model chunks per pipeline rank (interleaved schedule)
   std::vector<int> pp_layers;  // layers per virtual stage; empty = even split
   bool recompute = false;      // full activation recomputation per block
   ZeroPolicy zero;
@@ -46,11 +46,14 @@ inline std::vector<int> layer_split(const TrainOptions& o) {
                 s(stages) + " (PP x virtual stages)");
     const int total = std::accumulate(o.pp_layers.begin(), o.pp_layers.end(), 0);
     for (int n : o.pp_layers) require(n >= 1, "--pp-layers: every stage needs at least 1 layer");
-    require(total == L, "--pp-layers adds up to " + s(total) + " layers, but the model has " + s(L));
+    require(total == L,
+            "--pp-layers adds up to " + s(total) + " layers, but the model has " + s(L));
     return o.pp_layers;
   }
-  require(stages <= L, "PP=" + s(o.mesh.pp) + (o.virtual_stages > 1 ? " x " + s(o.virtual_stages) + " virtual stages" : "") +
-                           " needs at least " + s(stages) + " layers, but the model has " + s(L));
+  require(stages <= L,
+          "PP=" + s(o.mesh.pp) +
+              (o.virtual_stages > 1 ? " x " + s(o.virtual_stages) + " virtual stages" : "") +
+              " needs at least " + s(stages) + " layers, but the model has " + s(L));
   require(L % stages == 0, "the " + s(L) + " layers do not divide evenly over " + s(stages) +
                                " pipeline stages; give an explicit split with --pp-layers");
   return std::vector<int>(stages, L / stages);

@@ -15,12 +15,12 @@ namespace trident {
 
 // One rank's figures; the fields are doubles so that all ranks' figures gather in one call.
 struct RankFigures {
-  double tp = 0, pp = 0, dp = 0;                      // mesh coordinates
+  double tp = 0, pp = 0, dp = 0;                        // mesh coordinates
   double parameters = 0, gradients = 0, optimizer = 0;  // bytes held now
-  double activations = 0, buffers = 0;                // peak bytes during the measured steps
-  ModelStates states;                                 // formula
-  Traffic traffic, formula;                           // bytes per step
-  double compute = 0, end = 0;                        // seconds per step in forward/backward; last span's end
+  double activations = 0, buffers = 0;                  // peak bytes during the measured steps
+  ModelStates states;                                   // formula
+  Traffic traffic, formula;                             // bytes per step
+  double compute = 0, end = 0;  // seconds per step in forward/backward; last span's end
 };
 static_assert(sizeof(RankFigures) % sizeof(double) == 0);
 
@@ -68,11 +68,13 @@ RunReport make_report(Trainer<T, S>& t, const std::vector<StepResult>& measured)
   const Comm& world = t.mesh().world();
   constexpr std::size_t kDoubles = sizeof(RankFigures) / sizeof(double);
   std::vector<double> all(kDoubles * world.size());
-  world.all_gather(Span<const double>(reinterpret_cast<const double*>(&f), kDoubles), Span<double>(all));
+  world.all_gather(Span<const double>(reinterpret_cast<const double*>(&f), kDoubles),
+                   Span<double>(all));
   report.ranks.resize(world.size());
   std::copy_n(all.data(), all.size(), reinterpret_cast<double*>(report.ranks.data()));
   double compute = 0, makespan = 0;
-  for (const RankFigures& r : report.ranks) compute += r.compute, makespan = std::max(makespan, r.end);
+  for (const RankFigures& r : report.ranks)
+    compute += r.compute, makespan = std::max(makespan, r.end);
   report.bubble = makespan > 0 ? 1.0 - compute / (report.ranks.size() * makespan) : 0;
   const TrainOptions& o = t.options();
   const double p = o.mesh.pp, m = o.microbatches, v = o.virtual_stages;
@@ -82,32 +84,35 @@ RunReport make_report(Trainer<T, S>& t, const std::vector<StepResult>& measured)
 
 inline void print_report(const RunReport& r, const TrainOptions& o) {
   const double MiB = 1024.0 * 1024.0;
-  std::printf("\nmemory per rank, MiB (measured from the buffers; model states next to the ZeRO "
-              "paper's formula, Rajbhandari et al. 2020 §5.1)\n");
+  std::printf(
+      "\nmemory per rank, MiB (measured from the buffers; model states next to the ZeRO "
+      "paper's formula, Rajbhandari et al. 2020 §5.1)\n");
   std::printf("%5s %9s %11s %10s %10s %12s %10s %12s %12s\n", "rank", "tp,pp,dp", "parameters",
               "gradients", "optimizer", "states", "(formula)", "activations", "comm bufs");
   for (std::size_t k = 0; k < r.ranks.size(); ++k) {
     const RankFigures& f = r.ranks[k];
-    std::printf("%5zu %3.0f,%2.0f,%2.0f %11.3f %10.3f %10.3f %12.3f %10.3f %12.3f %12.3f\n", k, f.tp,
-                f.pp, f.dp, f.parameters / MiB, f.gradients / MiB, f.optimizer / MiB,
+    std::printf("%5zu %3.0f,%2.0f,%2.0f %11.3f %10.3f %10.3f %12.3f %10.3f %12.3f %12.3f\n", k,
+                f.tp, f.pp, f.dp, f.parameters / MiB, f.gradients / MiB, f.optimizer / MiB,
                 (f.parameters + f.gradients + f.optimizer) / MiB, f.states.total() / MiB,
                 f.activations / MiB, f.buffers / MiB);
   }
-  std::printf("\ntraffic per step per rank, MiB sent (measured by CommStats / formula; "
-              "train/formulas.hpp cites each)\n");
+  std::printf(
+      "\ntraffic per step per rank, MiB sent (measured by CommStats / formula; "
+      "train/formulas.hpp cites each)\n");
   std::printf("%5s %21s %21s %21s %21s\n", "rank", "TP all-reduce", "PP point-to-point",
               "DP reduction", "tied embedding");
   for (std::size_t k = 0; k < r.ranks.size(); ++k) {
     const Traffic &m = r.ranks[k].traffic, &f = r.ranks[k].formula;
-    std::printf("%5zu %10.3f / %-8.3f %10.3f / %-8.3f %10.3f / %-8.3f %10.3f / %-8.3f\n", k, m.tp / MiB,
-                f.tp / MiB, m.pp / MiB, f.pp / MiB, m.dp / MiB, f.dp / MiB, m.emb / MiB, f.emb / MiB);
+    std::printf("%5zu %10.3f / %-8.3f %10.3f / %-8.3f %10.3f / %-8.3f %10.3f / %-8.3f\n", k,
+                m.tp / MiB, f.tp / MiB, m.pp / MiB, f.pp / MiB, m.dp / MiB, f.dp / MiB, m.emb / MiB,
+                f.emb / MiB);
   }
   if (o.mesh.pp > 1)
-    std::printf("\npipeline bubble: measured %.3f, formula (p-1)/(%sm+p-1) = %.3f "
-                "(p=%d, m=%d%s)\n",
-                r.bubble, o.virtual_stages > 1 ? "v " : "", r.bubble_formula, o.mesh.pp,
-                o.microbatches,
-                o.virtual_stages > 1 ? (", v=" + std::to_string(o.virtual_stages)).c_str() : "");
+    std::printf(
+        "\npipeline bubble: measured %.3f, formula (p-1)/(%sm+p-1) = %.3f "
+        "(p=%d, m=%d%s)\n",
+        r.bubble, o.virtual_stages > 1 ? "v " : "", r.bubble_formula, o.mesh.pp, o.microbatches,
+        o.virtual_stages > 1 ? (", v=" + std::to_string(o.virtual_stages)).c_str() : "");
 }
 
 }  // namespace trident

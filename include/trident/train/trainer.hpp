@@ -51,9 +51,9 @@ class Trainer {
                                                 mesh_.dp(), o_.zero, o_.recompute));
     }
     const auto schedule = pp::make_schedule({o_.schedule, p, o_.microbatches, v});
-    executor_ = std::make_unique<pp::Executor<T>>(mesh_.pp(), schedule[mesh_.stage()],
-                                                   o_.microbatches, v,
-                                                   chunks_[0]->activation_size(), o_.verbose);
+    executor_ =
+        std::make_unique<pp::Executor<T>>(mesh_.pp(), schedule[mesh_.stage()], o_.microbatches, v,
+                                          chunks_[0]->activation_size(), o_.verbose);
   }
 
   const TrainOptions& options() const { return o_; }
@@ -144,7 +144,8 @@ class Trainer {
         visit_replicated(st, [&](S& x) { x = packed[k++]; });
       }
       const int wte = st.find("wte");
-      if (wte >= 0 && mesh_.embedding().valid()) mesh_.embedding().all_reduce(st.reduced_grads(wte));
+      if (wte >= 0 && mesh_.embedding().valid())
+        mesh_.embedding().all_reduce(st.reduced_grads(wte));
     }
   }
   template <class F>

@@ -241,12 +241,12 @@ class UnitStore {
   struct Unit {
     UnitLayout layout;
     std::size_t padded = 0, shard = 0;
-    Buffer<S> params;          // full (stages 0-2) or the owned shard (3)
-    Buffer<T> master, m, v;    // owned elements: master weights (S != T), Adam moments
-    Buffer<S> grads;           // full gradient (stages 0, 1; 2 and 3 per step)
-    Buffer<S> owned;           // stages 2, 3: the owned shard of the reduced gradient
-    Buffer<T> view, scratch;   // compute copies: gathered/converted parameters, gradient
-    Buffer<S> gathering;       // ZeRO-3 all-gather target
+    Buffer<S> params;         // full (stages 0-2) or the owned shard (3)
+    Buffer<T> master, m, v;   // owned elements: master weights (S != T), Adam moments
+    Buffer<S> grads;          // full gradient (stages 0, 1; 2 and 3 per step)
+    Buffer<S> owned;          // stages 2, 3: the owned shard of the reduced gradient
+    Buffer<T> view, scratch;  // compute copies: gathered/converted parameters, gradient
+    Buffer<S> gathering;      // ZeRO-3 all-gather target
     Request gather;
   };
   struct Pending {
