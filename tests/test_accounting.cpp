@@ -116,3 +116,38 @@ TEST_CASE(
   // the same traffic in the paper's units, but for SP's once-per-step gradient all-reduce
   CHECK(volume[1] - 2 * sync == volume[0]);
 }
+
+TEST_CASE("the cost of ZeRO-2/3's choices with m microbatches: DP bytes and gradient memory") {
+  TRIDENT_RANKS(2, comm);
+  const int m = 3;
+  struct Choice {
+    ZeroPolicy zero;
+    double volume;  // DP traffic per step in units of Psi (the paper's units: all-reduce = 2)
+  };
+  // per microbatch: m reduce-scatters; per step: one. ZeRO-3 gathers before every forward and
+  // backward (2 m, less the embedding's backward), or once per step when kept gathered.
+  const Choice choices[] = {{ZeroPolicy{2, GradReduce::per_microbatch}, m + 1.0},
+                            {ZeroPolicy{2, GradReduce::per_step}, 1 + 1.0},
+                            {ZeroPolicy{3, GradReduce::per_step, true}, 1 + 1.0}};
+  for (const Choice& c : choices) {
+    TrainOptions o = test::small_options({1, 1, 2});
+    o.zero = c.zero;
+    o.microbatches = m;
+    o.batch = 2 * m;
+    auto t = trainer<double>(comm, o);
+    comm_stats().reset();
+    memory_stats().reset_peaks();
+    t->step();
+    const double psi = double(local_parameters(*t)) * sizeof(double);
+    INFO("ZeRO-" << c.zero.stage
+                 << std::string(c.zero.reduce == GradReduce::per_step ? " per step"
+                                                                      : " per microbatch")
+                 << std::string(c.zero.keep_gathered ? ", kept gathered" : ""));
+    CHECK(double(comm_stats().of("dp").paper_volume()) == c.volume * psi);
+    CHECK(double(comm_stats().of("dp").total().bytes) == traffic_formula(*t).dp);
+    // reducing once per step holds a full gradient during the step (stage 1's memory)
+    const double peak = double(memory_stats().peak(MemoryKind::gradients));
+    if (c.zero.reduce == GradReduce::per_step) CHECK(peak >= psi);
+    if (c.zero.reduce == GradReduce::per_microbatch) CHECK(peak == psi / 2);
+  }
+}
