@@ -3,14 +3,18 @@
 //
 // Absolute times on a shared 2-core machine are noise; ratios measured in one run hold. So every
 // benchmark runs its variants interleaved — repetition i runs each variant once, the order
-// rotating with i — and reports medians side by side with their ratio.
+// rotating with i — and reports medians side by side, and ratios as the median of the
+// per-repetition ratios.
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <trident/train/trainer.hpp>
@@ -55,25 +59,36 @@ inline Variant timed(std::function<void()> f) {
   };
 }
 
-// Each variant's median seconds over interleaved repetitions, after one warm-up round; as many
-// repetitions as fill about `seconds` (at least 5). Collective over `comm` (the ranks agree on
-// the count).
-inline std::vector<double> interleaved(const Comm& comm, double seconds,
-                                       const std::vector<Variant>& variants) {
+// The seconds of each variant in each repetition.
+struct Timings {
+  std::vector<std::vector<double>> seconds;  // [variant][repetition]
+
+  double median(std::size_t k) const { return bench::median(seconds[k]); }
+  // Median over repetitions of seconds[a] / seconds[b]: each ratio pairs runs close in time,
+  // so a burst of load on the machine moves both.
+  double ratio(std::size_t a, std::size_t b) const {
+    std::vector<double> r;
+    for (std::size_t i = 0; i < seconds[a].size(); ++i) r.push_back(seconds[a][i] / seconds[b][i]);
+    return bench::median(r);
+  }
+};
+
+// Runs the variants in interleaved repetitions, after one warm-up round: repetition i runs each
+// once, starting from variant i mod n. As many repetitions as fill about `seconds` (at least
+// 5). Collective over `comm` (the ranks agree on the count).
+inline Timings interleaved(const Comm& comm, double seconds, const std::vector<Variant>& variants) {
   const std::size_t n = variants.size();
   double warm = 0;
   for (const Variant& v : variants) warm += v();  // warm-up: caches, allocator, page faults
   warm = comm.all_reduce_value(warm, ReduceOp::max);
   const int reps = std::clamp(static_cast<int>(seconds / std::max(warm, 1e-9)), 5, 1000);
-  std::vector<std::vector<double>> times(n);
+  Timings t{std::vector<std::vector<double>>(n, std::vector<double>(reps))};
   for (int i = 0; i < reps; ++i)
     for (std::size_t k = 0; k < n; ++k) {
       const std::size_t which = (k + i) % n;
-      times[which].push_back(variants[which]());
+      t.seconds[which][i] = variants[which]();
     }
-  std::vector<double> medians;
-  for (auto& t : times) medians.push_back(median(t));
-  return medians;
+  return t;
 }
 
 // C: (M, N) = op(A) op(B), count times: one product of a training step, as a plain Eigen call.
@@ -134,8 +149,8 @@ inline std::vector<Gemm> attention_backward_gemms(int pairs, int S, int D) {
           {"attention", S, D, S, false, false, pairs},
           {"attention", S, D, S, true, false, pairs}};
 }
-// The tied LM head h: (N, C) -> logits (N, V) = h wte^T; backward dwte = dlogits^T h, dh = dlogits
-// wte.
+// The tied LM head h: (N, C) -> logits (N, V) = h wte^T;
+// backward dwte = dlogits^T h, dh = dlogits wte.
 inline std::vector<Gemm> head_forward_gemms(int N, int C, int V) {
   return {{"LM head", N, V, C, false, true}};
 }
@@ -143,27 +158,24 @@ inline std::vector<Gemm> head_backward_gemms(int N, int C, int V) {
   return {{"LM head", V, C, N, true, false}, {"LM head", N, C, V}};
 }
 
-// Every product of one training step of `layers` blocks on one tensor-parallel rank of t (the
-// local shapes of Megatron's split), N = rows of the microbatch, `microbatches` times.
-inline std::vector<Gemm> step_gemms(const GPTConfig& c, int layers, bool head, int N, int t,
-                                    int microbatches) {
-  const int C = c.hidden, S = c.seq, pairs = N / S * c.heads / t, D = c.head_size();
+// Every product of one single-process training step on N rows (N / seq sequences).
+inline std::vector<Gemm> step_gemms(const GPTConfig& c, int N) {
+  const int C = c.hidden, S = c.seq, pairs = N / S * c.heads, D = c.head_size();
   std::vector<Gemm> all;
-  auto add = [&](std::vector<Gemm> g) {
-    for (Gemm& x : g) x.count *= layers * microbatches;
+  auto add = [&](std::vector<Gemm> g, int times) {
+    for (Gemm& x : g) x.count *= times;
     all.insert(all.end(), g.begin(), g.end());
   };
   for (auto* f : {linear_forward_gemms, linear_backward_gemms}) {
-    add(f("QKV", N, C, 3 * C / t));
-    add(f("proj", N, C / t, C));
-    add(f("FC", N, C, 4 * C / t));
-    add(f("MLP proj", N, 4 * C / t, C));
+    add(f("QKV", N, C, 3 * C), c.layers);
+    add(f("proj", N, C, C), c.layers);
+    add(f("FC", N, C, 4 * C), c.layers);
+    add(f("MLP proj", N, 4 * C, C), c.layers);
   }
-  add(attention_forward_gemms(pairs, S, D));
-  add(attention_backward_gemms(pairs, S, D));
-  if (head)
-    for (auto g : {head_forward_gemms(N, C, c.vocab / t), head_backward_gemms(N, C, c.vocab / t)})
-      for (Gemm& x : g) all.push_back({x.name, x.M, x.N, x.K, x.trans_a, x.trans_b, microbatches});
+  add(attention_forward_gemms(pairs, S, D), c.layers);
+  add(attention_backward_gemms(pairs, S, D), c.layers);
+  add(head_forward_gemms(N, C, c.vocab), 1);
+  add(head_backward_gemms(N, C, c.vocab), 1);
   return all;
 }
 
@@ -177,23 +189,70 @@ inline double step_flops(const GPTConfig& c, int batch) {
   return 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
 }
 
+// "load 1.23": the machine's 1-minute load average, printed with every table — on a shared
+// machine, a load above the cores means other jobs took CPU time during the run.
+inline std::string load_average() {
+  double load[1] = {0};
+  if (getloadavg(load, 1) != 1) return "load ?";
+  char text[32];
+  std::snprintf(text, sizeof text, "load %.2f", load[0]);
+  return text;
+}
+
 // The slowest rank's value (all ranks get it). Collective over `comm`.
 inline double slowest(const Comm& comm, double seconds) {
   return comm.all_reduce_value(seconds, ReduceOp::max);
 }
 
+// f() on world rank 0 alone (a value >= 0), returned on every rank. The other ranks wait
+// asleep, so that they leave the cores to rank 0 even when ranks outnumber cores. Collective.
+template <class F>
+double on_rank_zero(const Comm& world, F&& f) {
+  const double value = world.rank() == 0 ? f() : 0.0;
+  Request done = world.ibarrier();
+  while (!done.test()) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  return slowest(world, value);
+}
+
+// The machine check as variants: a GEMM on rank 0 alone, and the same on every rank at once.
+// Their ratio says how many cores the ranks really had (1.00: one each; 2.00: they shared one).
+inline std::vector<Variant> machine_check_variants(const Comm& world,
+                                                   std::shared_ptr<PlainGemms> gemm) {
+  return {[&world, gemm] { return on_rank_zero(world, timed([gemm] { gemm->run(); })); },
+          [&world, gemm] {
+            world.barrier();
+            return slowest(world, timed([gemm] { gemm->run(); })());
+          }};
+}
+inline std::shared_ptr<PlainGemms> check_gemm() {
+  return std::make_shared<PlainGemms>(
+      std::vector<Gemm>{{"check", 1024, 1024, 256, false, false, 8}});
+}
+// The machine check on its own, for about `seconds`. Collective.
+inline double machine_check(const Comm& world, double seconds) {
+  return interleaved(world, seconds, machine_check_variants(world, check_gemm())).ratio(1, 0);
+}
+
 // The single-process baseline of a parallel benchmark: a trainer on a 1-rank communicator of
-// world rank 0, while the other ranks wait (trident's waits yield the CPU).
+// world rank 0.
 struct SingleProcess {
   Comm comm;
   std::unique_ptr<Trainer<float>> trainer;
 
   SingleProcess(const Comm& world, const TrainOptions& o)
-      : comm(world.split(world.rank() == 0 ? 0 : MPI_UNDEFINED, 0, "single")) {
-    if (comm.valid()) trainer = std::make_unique<Trainer<float>>(comm, o, TokenSource::synthetic(o.model.vocab));
+      : comm(world.split(world.rank() == 0 ? 0 : Comm::kUndefined, 0, "single")) {
+    if (comm.valid())
+      trainer = std::make_unique<Trainer<float>>(comm, o, TokenSource::synthetic(o.model.vocab));
   }
-  // One step: rank 0's seconds, on every rank of `world`. Collective over `world`.
-  double step(const Comm& world) { return slowest(world, trainer ? trainer->step().seconds : 0.0); }
+  // f(trainer) on rank 0, on every rank (on_rank_zero). Collective.
+  template <class F>
+  double run(const Comm& world, F&& f) {
+    return on_rank_zero(world, [&] { return f(*trainer); });
+  }
+  // One training step's seconds.
+  double step(const Comm& world) {
+    return run(world, [](Trainer<float>& t) { return t.step().seconds; });
+  }
 };
 
 // One step of a trainer over all of `world`: the slowest rank's seconds. Collective.
@@ -202,20 +261,30 @@ inline double step_seconds(const Comm& world, Trainer<float>& t) {
 }
 
 // Tokens/s of the single process and of each parallel trainer, interleaved step by step, as a
-// table: one row per trainer, with its speedup over the single process. Collective.
+// table: one row per trainer, its speedup over the single process, and its step time over the
+// first parallel trainer's. Collective.
 inline void training_table(const Comm& world, double seconds, const TrainOptions& single_options,
                            const std::vector<std::pair<std::string, Trainer<float>*>>& trainers) {
   SingleProcess single(world, single_options);
-  std::vector<Variant> variants{[&] { return single.step(world); }};
-  for (const auto& [name, t] : trainers) variants.push_back([&, t = t] { return step_seconds(world, *t); });
-  const auto med = interleaved(world, seconds, variants);
+  std::vector<Variant> variants = machine_check_variants(world, check_gemm());
+  variants.push_back([&] { return single.step(world); });
+  for (const auto& [name, t] : trainers)
+    variants.push_back([&, t = t] { return step_seconds(world, *t); });
+  const Timings t = interleaved(world, seconds, variants);
   const double tokens = double(single_options.batch) * single_options.model.seq;
   if (world.rank() != 0) return;
-  std::printf("%-24s %10s %10s %10s\n", "training (same batch)", "step_ms", "tokens/s", "speedup");
-  std::printf("%-24s %10.1f %10.0f %10.2f\n", "single process", med[0] * 1e3, tokens / med[0], 1.0);
-  for (std::size_t k = 0; k < trainers.size(); ++k)
-    std::printf("%-24s %10.1f %10.0f %10.2f\n", trainers[k].first.c_str(), med[k + 1] * 1e3,
-                tokens / med[k + 1], med[0] / med[k + 1]);
+  std::printf(
+      "# speedup and step/row2: medians of the per-repetition ratios; %s\n"
+      "# machine check, interleaved: the same GEMM on all %d ranks at once takes %.2f x "
+      "its time on one rank alone (1.00: every rank had a core to itself)\n",
+      load_average().c_str(), world.size(), t.ratio(1, 0));
+  std::printf("%-26s %9s %9s %8s %10s\n", "training (same batch)", "step_ms", "tokens/s", "speedup",
+              "step/row2");
+  std::printf("%-26s %9.1f %9.0f %8.2f\n", "single process", t.median(2) * 1e3,
+              tokens / t.median(2), 1.0);
+  for (std::size_t k = 3; k < variants.size(); ++k)
+    std::printf("%-26s %9.1f %9.0f %8.2f %10.2f\n", trainers[k - 3].first.c_str(),
+                t.median(k) * 1e3, tokens / t.median(k), t.ratio(2, k), t.ratio(k, 3));
   std::fflush(stdout);
 }
 

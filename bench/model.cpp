@@ -7,6 +7,7 @@
 // bench_util.hpp) at the FLOP/s that plain Eigen reaches on exactly the step's products,
 // measured in the same run, interleaved with the training steps. Ratio = ideal time / step time.
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <trident/io/cli.hpp>
 #include <trident/trident.hpp>
 
@@ -27,10 +28,10 @@ std::vector<float> random_vector(std::size_t n, float scale) {
 void compare(const Comm& world, double seconds, const std::string& name, std::function<void()> ours,
              std::vector<Gemm> gemms) {
   PlainGemms plain(std::move(gemms));
-  const auto t = interleaved(world, seconds, {timed(ours), timed([&] { plain.run(); })});
-  const double f = plain.flops() / 1e9;
-  std::printf("%-18s %10.3f %10.2f %10.3f %10.2f %8.2f\n", name.c_str(), t[0] * 1e3, f / t[0],
-              t[1] * 1e3, f / t[1], t[1] / t[0]);
+  const Timings t = interleaved(world, seconds, {timed(ours), timed([&] { plain.run(); })});
+  const double f = plain.flops() / 1e9, ours_s = t.median(0), eigen_s = t.median(1);
+  std::printf("%-18s %10.3f %10.2f %10.3f %10.2f %8.2f\n", name.c_str(), ours_s * 1e3, f / ours_s,
+              eigen_s * 1e3, f / eigen_s, t.ratio(1, 0));
   std::fflush(stdout);
 }
 
@@ -108,8 +109,9 @@ int main(int argc, char** argv) {
     const TrainOptions o = bench_options();
     const GPTConfig& c = o.model;
     const int N = o.batch * c.seq, C = c.hidden;
-    std::printf("# bench_model: V=%d T=%d L=%d C=%d H=%d, batch %d (N=%d rows), float, 1 thread\n",
-                c.vocab, c.seq, c.layers, C, c.heads, o.batch, N);
+    std::printf(
+        "# bench_model: V=%d T=%d L=%d C=%d H=%d, batch %d (N=%d rows), float, 1 thread, %s\n",
+        c.vocab, c.seq, c.layers, C, c.heads, o.batch, N, load_average().c_str());
     std::printf("# ours/eigen: time of the plain Eigen GEMMs over ours (1 = no overhead)\n");
     std::printf("%-18s %10s %10s %10s %10s %8s\n", "layer", "ours_ms", "GFLOP/s", "eigen_ms",
                 "GFLOP/s", "ours/eigen");
@@ -122,24 +124,25 @@ int main(int argc, char** argv) {
 
     // Training next to the GEMM-bound ideal, interleaved step by step.
     Trainer<float> trainer(world, o, TokenSource::synthetic(c.vocab));
-    PlainGemms ideal(step_gemms(c, c.layers, true, N, 1, 1));
+    PlainGemms ideal(step_gemms(c, N));
     const double flops = step_flops(c, o.batch), tokens = double(N);
     require(std::abs(ideal.flops() - flops) < 1e-6 * flops, "the GEMM list disagrees with eq. (3)");
-    const auto t =
+    const Timings t =
         interleaved(world, train_seconds,
                     {[&] { return trainer.step().seconds; }, timed([&] { ideal.run(); })});
+    const double step_s = t.median(0), ideal_s = t.median(1);
     std::printf(
         "\n# training step: %.3f GFLOP (eq. 3: 72 B s l h^2 (1 + s/6h + V/12lh)); "
         "6 x params x tokens = %.3f GFLOP\n",
         flops / 1e9, 6.0 * c.parameter_count() * tokens / 1e9);
     std::printf("%-18s %10s %10s %10s %10s %8s\n", "", "ours_ms", "tokens/s", "ideal_ms",
                 "tokens/s", "ours/ideal");
-    std::printf("%-18s %10.1f %10.0f %10.1f %10.0f %8.2f\n", "training step", t[0] * 1e3,
-                tokens / t[0], t[1] * 1e3, tokens / t[1], t[1] / t[0]);
+    std::printf("%-18s %10.1f %10.0f %10.1f %10.0f %8.2f\n", "training step", step_s * 1e3,
+                tokens / step_s, ideal_s * 1e3, tokens / ideal_s, t.ratio(1, 0));
     std::printf(
-        "# ideal = the step's GEMMs as plain Eigen calls: %.1f GFLOP/s; ours: %.1f "
-        "GFLOP/s of model FLOPs\n",
-        flops / 1e9 / t[1], flops / 1e9 / t[0]);
+        "# ideal = the step's GEMMs as plain Eigen calls: %.1f GFLOP/s; ours: %.1f GFLOP/s "
+        "of model FLOPs; ratios: medians of per-repetition ratios; %s\n",
+        flops / 1e9 / ideal_s, flops / 1e9 / step_s, load_average().c_str());
     return 0;
   });
 }

@@ -5,9 +5,11 @@
 //                                 --seq 128 --batch 16]
 //
 // The runs are examples/zero_vs_3d's five 8-rank configurations of one model (plan/measured.hpp).
-// The calibration runs first, on all ranks at once (the oversubscription of the runs: see
-// calibrate.hpp); the GEMM rate is measured again before each run at that run's MLP shape.
-// Measured: the mean over --steps steps (after one warm-up step) of the slowest rank's step.
+// Each is calibrated right before it runs, on all ranks at once (the oversubscription of the
+// run itself: see calibrate.hpp): GEMM FLOP/s and the other kernels at its shapes, its calls
+// inside the microbatch loop after its own compute between calls ("gap"), the calls after the
+// loop after a short compute (measured once, for the first run that makes them). Measured: the
+// mean over --steps steps (after one warm-up step) of the slowest rank's step.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <trident/io/cli.hpp>
@@ -17,6 +19,16 @@
 
 using namespace trident;
 using namespace trident::plan;
+
+namespace {
+void print_fits(const char* what, const Calibration::Calls& calls) {
+  std::printf("#   %s:", what);
+  for (const auto& [call, fit] : calls)
+    std::printf("  %s/%d %.2f ms + %.3f GB/s", to_string(call.first), call.second,
+                fit.latency * 1e3, fit.bandwidth / 1e9);
+  std::printf("\n");
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   return run_main(argc, argv, [](int argc, char** argv) {
@@ -32,44 +44,46 @@ int main(int argc, char** argv) {
     app.add_option("--batch", batch, "sequences per step")->capture_default_str();
     app.add_option("--steps", steps, "measured steps per run")->capture_default_str();
     parse_command_line(app, argc, argv, world);
-    require(world.size() == 8, "bench_predict compares 8-rank configurations: mpiexec -n 8");
+    require(world.size() == 8, "bench_predict compares 8-rank configurations: mpiexec -n 8 (got " +
+                                   std::to_string(world.size()) + " ranks)");
     require(steps >= 1, "--steps must be at least 1");
     const int threads = configure_threads(world);
-
-    Calibration cal = calibrate(world, batch * model.seq / 8, model.hidden, 4 * model.hidden);
-    if (world.rank() == 0) {
-      std::printf("# bench_predict: %d ranks, %d thread(s) each; calibrated with all ranks at once\n"
-                  "# buffers %.2f GB/s, AdamW %.0f M elements/s per rank; seconds = latency + "
-                  "bytes / bandwidth:\n",
-                  world.size(), threads, cal.fill_bytes / 1e9, cal.adamw_rate / 1e6);
-      for (const auto& [g, fits] : cal.collectives)
-        std::printf("#   %d ranks: all_reduce %.2f ms + %.2f GB/s, reduce_scatter %.2f ms + %.2f "
-                    "GB/s, all_gather %.2f ms + %.2f GB/s\n",
-                    g, fits[0].latency * 1e3, fits[0].bandwidth / 1e9, fits[1].latency * 1e3,
-                    fits[1].bandwidth / 1e9, fits[2].latency * 1e3, fits[2].bandwidth / 1e9);
-      std::printf("#   point-to-point %.2f ms + %.2f GB/s\n", cal.p2p.latency * 1e3,
-                  cal.p2p.bandwidth / 1e9);
-      std::printf("%-20s %8s %11s %10s %10s %7s | predicted parts, s: %7s %6s %6s %6s %6s\n",
-                  "run", "GFLOP/s", "measured_s", "predicted", "pred/meas", "bubble", "compute",
-                  "TP", "PP", "DP", "after");
-    }
+    if (world.rank() == 0)
+      std::printf(
+          "# bench_predict: %d ranks x %d thread(s) on %d cores; GPT L=%d C=%d H=%d V=%d "
+          "T=%d, batch %d; float\n"
+          "%-20s %8s %7s %11s %10s %10s %8s %8s | predicted, s: %7s %6s %6s %6s %6s\n",
+          world.size(), threads, cores_available(), model.layers, model.hidden, model.heads,
+          model.vocab, model.seq, batch, "run", "GFLOP/s", "gap_ms", "measured_s", "predicted",
+          "pred/meas", "bubble", "formula", "compute", "TP", "PP", "DP", "after");
     const TokenSource data = TokenSource::synthetic(model.vocab);
-    for (const NamedRun& run : comparison_runs(model, batch)) {
+    const Precision precision = trident_precision<float, float>();
+    const std::vector<NamedRun> runs = comparison_runs(model, batch);
+    for (const NamedRun& run : runs) validate(run.options, world.size());  // before any run
+    Calibration cal;
+    for (const NamedRun& run : runs) {
       const TrainOptions& o = run.options;
-      cal.gemm_flops = measure_gemm_flops(world, o.rows_per_microbatch() * model.seq,
-                                          model.hidden, 4 * model.hidden / o.mesh.tp);
-      const Prediction p = predict(o, trident_precision<float, float>(), measured_machine(cal));
+      cal = calibrate_run(world, o, precision, &cal);
+      const Prediction p = predict(o, precision, measured_machine(cal));
       const MeasuredRun m = measure_run<float, float>(world, o, data, steps);
       if (world.rank() != 0) continue;
       const StagePrediction* slow = &p.stages.front();
       for (const StagePrediction& s : p.stages)
         if (s.microbatch_s > slow->microbatch_s) slow = &s;
-      std::printf("%-20s %8.1f %11.3f %10.3f %10.2f %7.3f | %26.3f %6.3f %6.3f %6.3f %6.3f\n",
-                  run.name.c_str(), cal.gemm_flops / 1e9, m.step_s, p.step_s, p.step_s / m.step_s,
-                  m.report.bubble, slow->compute_s, slow->seconds.tp, slow->seconds.pp,
-                  slow->seconds.dp, p.after_s);
+      std::printf(
+          "%-20s %8.1f %7.1f %11.3f %10.3f %10.2f %8.3f %8.3f | %21.3f %6.3f %6.3f %6.3f %6.3f\n",
+          run.name.c_str(), cal.gemm_flops / 1e9, cal.gap_s * 1e3, m.step_s, p.step_s,
+          p.step_s / m.step_s, m.report.bubble, p.bubble_formula, slow->compute_s, slow->seconds.tp,
+          slow->seconds.pp, slow->seconds.dp, p.after_s);
+      std::printf(
+          "#   kernels per microbatch: layer %.2f ms, loss %.2f ms; buffers %.2f GB/s; "
+          "AdamW %.0f M/s\n",
+          cal.layer_kernels_s * 1e3, cal.head_kernels_s * 1e3, cal.fill_bytes / 1e9,
+          cal.adamw_rate / 1e6);
+      print_fits("loop calls", cal.loop_calls);
       std::fflush(stdout);
     }
+    if (world.rank() == 0) print_fits("calls after the loop", cal.calls);
     return 0;
   });
 }

@@ -26,6 +26,11 @@ inline std::ptrdiff_t head_offset(int b, int h, int section, int H, int D, int w
   return static_cast<std::ptrdiff_t>(b) * width + static_cast<std::ptrdiff_t>(section) * H * D +
          static_cast<std::ptrdiff_t>(h) * D;
 }
+// Elements of row s of an (S, S) score block that the softmax computes: the unmasked s + 1,
+// rounded up to a multiple of 16 (SIMD width) within the row.
+inline int masked_prefix(int s, int S) {
+  return std::min(S, (s + 16) / 16 * 16);
+}
 }  // namespace attention_detail
 
 // qkv: (S*B, 3*H*D), rows [s, b], columns [q | k | v], head h at columns h*D .. h*D+D-1 of each
@@ -34,6 +39,7 @@ inline std::ptrdiff_t head_offset(int b, int h, int section, int H, int D, int w
 template <class T>
 void attention_forward(T* out, T* probs, const T* qkv, int B, int S, int H, int D) {
   using attention_detail::head_offset;
+  using attention_detail::masked_prefix;
   const int width = 3 * H * D;                              // columns of qkv
   const std::ptrdiff_t stride = std::ptrdiff_t(B) * width;  // between tokens of one sequence
   const std::ptrdiff_t out_stride = std::ptrdiff_t(B) * H * D;
@@ -48,12 +54,12 @@ void attention_forward(T* out, T* probs, const T* qkv, int B, int S, int H, int 
     // p = Q K^T (raw scores), then the masked, scaled softmax of each row, in place.
     backend::gemm(backend::view(p, S, S), backend::cview(q, S, D, stride),
                   backend::cview(k, S, D, stride), false, true, 0);
-    // Whole rows (aligned, a multiple of the SIMD width) are exponentiated, then the masked
-    // entries set to 0: cheaper than rows of varying length.
+    // Each row's unmasked prefix, rounded up to a multiple of 16 elements (one AVX-512 register
+    // of float), is exponentiated; the masked entries (which may overflow) are then set to 0.
     for (int s = 0; s < S; ++s) {
       T* r = p + static_cast<std::ptrdiff_t>(s) * S;
       const T m = CArrayMap<T>(r, s + 1).maxCoeff() * scale;
-      ArrayMap<T> row(r, S);
+      ArrayMap<T> row(r, masked_prefix(s, S));
       row = (row * scale - m).exp();
       std::fill(r + s + 1, r + S, T(0));
       row *= T(1) / row.sum();
@@ -72,6 +78,7 @@ template <class T>
 void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* probs, int B, int S, int H,
                         int D) {
   using attention_detail::head_offset;
+  using attention_detail::masked_prefix;
   const int width = 3 * H * D;
   const std::ptrdiff_t stride = std::ptrdiff_t(B) * width;
   const std::ptrdiff_t out_stride = std::ptrdiff_t(B) * H * D;
@@ -94,11 +101,14 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* probs, in
 
       backend::gemm(dv, backend::cview(p, S, S), d_o, true, false, 0);
       backend::gemm(backend::view(dp, S, S), d_o, v, false, true, 0);
-      // Whole rows: P is 0 above the diagonal, so masked scores get no gradient.
+      // Row prefixes as in the forward: P is 0 above the diagonal, so masked scores get no
+      // gradient.
       for (int s = 0; s < S; ++s) {
-        const CArrayMap<T> prow(p + static_cast<std::ptrdiff_t>(s) * S, S);
-        ArrayMap<T> row(dp + static_cast<std::ptrdiff_t>(s) * S, S);
+        const int n = masked_prefix(s, S);
+        const CArrayMap<T> prow(p + static_cast<std::ptrdiff_t>(s) * S, n);
+        ArrayMap<T> row(dp + static_cast<std::ptrdiff_t>(s) * S, n);
         row = prow * (row - (prow * row).sum()) * scale;
+        std::fill(row.data() + n, row.data() + S, T(0));
       }
       backend::gemm(dq, backend::cview(dp, S, S), k, false, false, 0);
       backend::gemm(dk, backend::cview(dp, S, S), q, true, false, 0);

@@ -4,6 +4,7 @@
 // plain x w with no transpose. Both products go through backend::gemm.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 
 #include <trident/backend/cpu/gemm.hpp>
@@ -12,16 +13,16 @@
 namespace trident::nn {
 
 // x: (N, I), w: (I, O), bias: (O) or nullptr -> out: (N, O)
+// The bias is written first and the product accumulated onto it (beta 1): one pass over out
+// fewer than a product (which zeroes out first) followed by a bias pass.
 template <class T>
 void linear_forward(T* out, const T* x, const T* w, const T* bias, int N, int I, int O) {
-  backend::gemm(backend::view(out, N, O), backend::cview(x, N, I), backend::cview(w, I, O), false,
-                false, 0);
-  if (!bias) return;
+  if (bias) {
 #pragma omp parallel for
-  for (int i = 0; i < N; ++i) {
-    T* row = out + static_cast<std::ptrdiff_t>(i) * O;
-    for (int o = 0; o < O; ++o) row[o] += bias[o];
+    for (int i = 0; i < N; ++i) std::copy_n(bias, O, out + static_cast<std::ptrdiff_t>(i) * O);
   }
+  backend::gemm(backend::view(out, N, O), backend::cview(x, N, I), backend::cview(w, I, O), false,
+                false, bias ? 1 : 0);
 }
 
 // dout: (N, O), x: (N, I), w: (I, O)

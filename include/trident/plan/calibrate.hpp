@@ -2,31 +2,38 @@
 // own runs (predict.hpp).
 //
 // The planner's ClusterSpec is a datasheet. To predict a trident step on this machine the cost
-// model needs what trident gets here: the FLOP/s of Eigen's sgemm through backend::gemm at the
-// model's shapes, the cost of trident's zero-filled Buffers and of its AdamW, and the latency
-// and bandwidth of trident's Comm collectives and point-to-point messages, fitted as
-//     seconds = latency + bytes / bandwidth
-// with bytes in CommStats' convention (core/stats.hpp: the whole logical buffer of a call).
+// model measures what trident gets here: the FLOP/s of Eigen's sgemm through backend::gemm at
+// the run's shapes; the seconds of a layer's other kernels (LayerNorm, the attention core, GELU,
+// the residual stream's adds) and of the loss, which on a CPU are not small next to the GEMMs;
+// the cost of trident's zero-filled Buffers and of AdamW; and each of trident's Comm calls,
+// fitted as seconds = latency + bytes / bandwidth, bytes in CommStats' convention (the whole
+// buffer of a call, core/stats.hpp).
 //
-// Oversubscription. 8 ranks on 2 cores share each core four ways, so a rank computes at about
-// a quarter of a core, and a collective waits for ranks that are descheduled. Every measurement
-// here therefore runs on all ranks of the world at once, as the training step does: each rank
-// multiplies while all the others multiply (the rate is then per rank under the step's
-// contention: about cores x one core's rate / ranks), and each group of g ranks communicates
-// while the other world / g groups do the same. Timings are the slowest rank's, the median of
-// a few repetitions. Nothing is measured on one idle core and then scaled.
+// Oversubscription. 8 ranks on 2 cores share each core four ways: a rank computes at about a
+// quarter of a core, and a call waits for group members the scheduler has not run. So every
+// measurement runs on all ranks of the world at once, as the step does: each rank multiplies
+// while all the others do (per-rank rates come out near cores x one core's rate / ranks), and
+// each call is timed the way the step makes it: after a stretch of compute, on a freshly
+// allocated Buffer, with every group of the world calling at once, as the time that cycles of
+// (compute, call) take beyond the compute alone. Timings are the slowest rank's, the median of
+// a few repetitions; nothing is measured on an idle core and scaled.
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <cmath>
+#include <cstdint>
 #include <map>
+#include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "../backend/cpu/gemm.hpp"
 #include "../core/comm.hpp"
 #include "../core/memory.hpp"
+#include "../nn/nn.hpp"
 #include "../optim/adamw.hpp"
+#include "../tensor/matrix.hpp"
 
 namespace trident::plan {
 
@@ -51,20 +58,26 @@ inline LinearFit fit_line(const std::vector<double>& bytes, const std::vector<do
 
 // What the cost model knows of this machine, per rank, with all ranks busy at once.
 struct Calibration {
-  int ranks = 1;           // ranks that ran at once
-  double gemm_flops = 0;   // sgemm FLOP/s of one rank at the model's shapes
-  double fill_bytes = 0;   // bytes/s of allocating a zero-filled Buffer and freeing it
-  double adamw_rate = 0;   // AdamW element updates per second
-  // By group size: the fit of all_reduce, reduce_scatter, all_gather (CommOp order).
-  std::map<int, std::array<LinearFit, 3>> collectives;
-  LinearFit p2p;  // one message between two ranks, while every pair sends one
+  int ranks = 1;          // ranks that ran at once
+  double gemm_flops = 0;  // sgemm FLOP/s of one rank at the model's shapes
+  // seconds of one microbatch in a layer's kernels besides its linear layers, and in the loss
+  double layer_kernels_s = 0, head_kernels_s = 0;
+  double fill_bytes = 0;  // bytes/s of filling zeroed Buffers as a stash fills (page faults too)
+  double adamw_rate = 0;  // AdamW element updates per second
+  // (operation, group size) -> its cost; CommOp::send is one point-to-point message. `calls`
+  // were measured after a short compute (a few ms), `loop_calls` after the run's own compute
+  // between two calls of its microbatch loop, gap_s.
+  using Calls = std::map<std::pair<CommOp, int>, LinearFit>;
+  Calls calls, loop_calls;
+  double gap_s = 0;
 
-  LinearFit collective(CommOp op, int group) const {
-    auto it = collectives.find(group);
-    require(it != collectives.end() && static_cast<int>(op) < 3,
-            "calibration: no measurement of " + std::string(to_string(op)) + " over " +
-                std::to_string(group) + " ranks");
-    return it->second[static_cast<int>(op)];
+  // The loop's fit when `in_loop` and measured, else the short-compute one.
+  LinearFit call(CommOp op, int group, bool in_loop = false) const {
+    if (in_loop && loop_calls.count({op, group})) return loop_calls.at({op, group});
+    auto it = calls.find({op, group});
+    require(it != calls.end(), "calibration: no measurement of " + std::string(to_string(op)) +
+                                   " over " + std::to_string(group) + " ranks");
+    return it->second;
   }
 };
 
@@ -93,19 +106,82 @@ double time_together(const Comm& world, int reps, F&& f) {
 inline double measure_gemm_flops(const Comm& world, int rows, int inner, int cols) {
   std::vector<float> x(std::size_t(rows) * inner, 0.5f), w(std::size_t(inner) * cols, 0.25f);
   std::vector<float> y(std::size_t(rows) * cols, 0.f), dx(x.size()), dw(w.size());
-  const double flops = 3 * 2.0 * rows * inner * cols;  // the three products
+  const double flops = 3 * 2.0 * rows * inner * cols;             // the three products
   const int reps = std::max(1, static_cast<int>(1.5e9 / flops));  // ~1.5 GFLOP per rank
   const double seconds = detail::time_together(world, 3, [&] {
     for (int r = 0; r < reps; ++r) {
-      backend::gemm<float>(backend::view(y.data(), rows, cols), backend::cview(x.data(), rows, inner),
+      backend::gemm<float>(backend::view(y.data(), rows, cols),
+                           backend::cview(x.data(), rows, inner),
                            backend::cview(w.data(), inner, cols), false, false, 0.f);
-      backend::gemm<float>(backend::view(dx.data(), rows, inner), backend::cview(y.data(), rows, cols),
+      backend::gemm<float>(backend::view(dx.data(), rows, inner),
+                           backend::cview(y.data(), rows, cols),
                            backend::cview(w.data(), inner, cols), false, true, 0.f);
-      backend::gemm<float>(backend::view(dw.data(), inner, cols), backend::cview(x.data(), rows, inner),
+      backend::gemm<float>(backend::view(dw.data(), inner, cols),
+                           backend::cview(x.data(), rows, inner),
                            backend::cview(y.data(), rows, cols), true, false, 1.f);
     }
   });
   return reps * flops / seconds;
+}
+
+// One rank's share of a microbatch through a layer: N = B S rows (n of them in the LayerNorm
+// regions), hidden C, Cl = C / t columns and Hl = H / t heads of D on this rank; the head's
+// vocab_rows of the vocabulary.
+struct LayerShape {
+  int B = 1, S = 1, C = 1, Cl = 1, Hl = 1, D = 1, n = 1, vocab_rows = 1;
+  int N() const { return B * S; }
+};
+
+// Seconds per microbatch of trident's kernels other than the linear layers' GEMMs, forward and
+// backward, every rank at once: a layer's two LayerNorms, its attention core (the per-head
+// softmax(Q K^T / sqrt(D)) V with its small products), GELU, and the passes over its residual
+// stream (n, C) — which every TP rank makes in full: per half, the forward's copy out of the
+// all-reduce, bias and residual adds, the backward's bias gradient and residual add
+// (model/block.hpp, tp/linear.hpp); the head's cross-entropy.
+inline std::pair<double, double> measure_kernel_seconds(const Comm& world, const LayerShape& s) {
+  const int N = s.N(), V = s.vocab_rows;
+  std::vector<float> x(std::size_t(s.n) * s.C, 0.1f), y(x.size()), dx(x.size()),
+      stats(2 * std::size_t(s.n));
+  std::vector<float> w(s.C, 1.f), dw(s.C), db(s.C);
+  std::vector<float> qkv(std::size_t(N) * 3 * s.Hl * s.D, 0.01f), dqkv(qkv.size());
+  std::vector<float> att(std::size_t(N) * s.Hl * s.D), datt(att.size(), 0.01f);
+  std::vector<float> probs(std::size_t(s.B) * s.Hl * s.S * s.S),
+      fc(std::size_t(N) * 4 * s.Cl, 0.1f), act(fc.size());
+  std::vector<float> logits(std::size_t(N) * V, 0.01f), losses(N);
+  std::vector<std::int32_t> targets(N, 0);
+  const int reps = 4;
+  const double layer = detail::time_together(world, 3, [&] {
+    for (int r = 0; r < reps; ++r)
+      for (int ln = 0; ln < 2; ++ln) {
+        nn::layernorm_forward(y.data(), stats.data(), stats.data() + s.n, x.data(), w.data(),
+                              db.data(), s.n, s.C);
+        nn::layernorm_backward(dx.data(), dw.data(), db.data(), y.data(), x.data(), w.data(),
+                               stats.data(), stats.data() + s.n, s.n, s.C);
+        if (ln == 0)
+          nn::attention_forward(att.data(), probs.data(), qkv.data(), s.B, s.S, s.Hl, s.D);
+        if (ln == 0)
+          nn::attention_backward(dqkv.data(), datt.data(), qkv.data(), probs.data(), s.B, s.S, s.Hl,
+                                 s.D);
+        if (ln == 1) nn::gelu_forward(act.data(), fc.data(), fc.size());
+        if (ln == 1) nn::gelu_backward(act.data(), act.data(), fc.data(), fc.size());
+        MatMap<float> out(dx.data(), s.n, s.C);
+        out = CMatMap<float>(y.data(), s.n, s.C);        // copy out of g
+        out.rowwise() += CRowMap<float>(w.data(), s.C);  // bias
+        VecMap<float>(y.data(), y.size()) =
+            CVecMap<float>(x.data(), x.size()) + CVecMap<float>(dx.data(), dx.size());
+        RowMap<float>(db.data(), s.C) += CMatMap<float>(y.data(), s.n, s.C).colwise().sum();
+        VecMap<float>(dx.data(), dx.size()) =
+            CVecMap<float>(x.data(), x.size()) + CVecMap<float>(y.data(), y.size());
+      }
+  });
+  const double head = detail::time_together(world, 3, [&] {
+    for (int r = 0; r < reps; ++r) {
+      nn::cross_entropy_forward(losses.data(), logits.data(), logits.data(), targets.data(), N, V,
+                                0, V);
+      nn::cross_entropy_backward(logits.data(), logits.data(), targets.data(), 1e-3f, N, V, 0);
+    }
+  });
+  return {layer / reps, head / reps};
 }
 
 // Bytes/s of filling Buffers the way a microbatch's stash is filled: `held` zero-filled
@@ -139,14 +215,14 @@ inline double measure_adamw_rate(const Comm& world, std::size_t elements) {
 // `cycles` of work alone: the call's latency and transfer, the wait for group members that the
 // scheduler had not run yet, and what a new buffer costs MPI. Fitted over the sizes.
 template <class Work, class Call>
-LinearFit measure_after_work(const Comm& world, const std::vector<std::size_t>& sizes,
-                             Work&& work, Call&& call, int cycles = 6) {
-  const double alone = detail::time_together(world, 3, [&] {
+LinearFit measure_after_work(const Comm& world, const std::vector<std::size_t>& sizes, Work&& work,
+                             Call&& call, int cycles = 6, int reps = 4) {
+  const double alone = detail::time_together(world, reps, [&] {
     for (int c = 0; c < cycles; ++c) work();
   });
   std::vector<double> xs, ys;
   for (std::size_t bytes : sizes) {
-    const double with = detail::time_together(world, 3, [&] {
+    const double with = detail::time_together(world, reps, [&] {
       for (int c = 0; c < cycles; ++c) {
         work();
         call(bytes);
@@ -158,56 +234,59 @@ LinearFit measure_after_work(const Comm& world, const std::vector<std::size_t>& 
   return fit_line(xs, ys);
 }
 
-// One collective over groups of `group` consecutive ranks (all groups at once), after work.
+// One call over groups of `group` consecutive ranks (all groups at once), after work: a
+// collective, or (CommOp::send) a message from each group's first rank to its second.
 template <class Work>
-LinearFit measure_collective(const Comm& world, CommOp op, int group,
-                             const std::vector<std::size_t>& sizes, Work&& work) {
+LinearFit measure_call(const Comm& world, CommOp op, int group,
+                       const std::vector<std::size_t>& sizes, Work&& work) {
   const Comm g = world.split(world.rank() / group, world.rank(), "calibrate");
   return measure_after_work(world, sizes, work, [&](std::size_t bytes) {
     const std::size_t n = std::max<std::size_t>(bytes / sizeof(float) / group, 1) * group;
     Buffer<float> full(MemoryKind::buffers, n), shard(MemoryKind::buffers, n / group);
-    if (op == CommOp::all_reduce) g.all_reduce(Span<float>(full.data(), n));
-    if (op == CommOp::reduce_scatter) g.reduce_scatter(Span<const float>(full.data(), n), Span<float>(shard.data(), n / group));
-    if (op == CommOp::all_gather) g.all_gather(Span<const float>(shard.data(), n / group), Span<float>(full.data(), n));
+    const Span<float> all(full.data(), n), part(shard.data(), n / group);
+    if (g.size() < group) return;  // the last, incomplete group
+    if (op == CommOp::all_reduce) g.all_reduce(all);
+    if (op == CommOp::reduce_scatter) g.reduce_scatter(Span<const float>(all), part);
+    if (op == CommOp::all_gather) g.all_gather(Span<const float>(part), all);
+    if (op == CommOp::send && g.rank() == 0) g.send(Span<const float>(all), 1, 0);
+    if (op == CommOp::send && g.rank() == 1) g.recv(all, 0, 0);
   });
 }
 
-// A message from each even rank to the next odd one (all pairs at once), after work.
-template <class Work>
-LinearFit measure_p2p(const Comm& world, const std::vector<std::size_t>& sizes, Work&& work) {
-  const Comm pair = world.split(world.rank() / 2, world.rank(), "calibrate");
-  return measure_after_work(world, sizes, work, [&](std::size_t bytes) {
-    Buffer<float> buf(MemoryKind::buffers, std::max<std::size_t>(bytes / sizeof(float), 1));
-    if (pair.size() < 2) return;
-    if (pair.rank() == 0) pair.send(Span<const float>(buf.data(), buf.size()), 1, 0);
-    if (pair.rank() == 1) pair.recv(Span<float>(buf.data(), buf.size()), 0, 0);
-  });
-}
-
-// Everything, the GEMM measured at (rows, inner) x (inner, cols), whose forward product is also
-// the compute between calls. A few seconds. Collective. The communicators are named
-// "calibrate" in comm_stats(); its barriers and maxima count as "world": reset the counters
-// before measuring a run.
-inline Calibration calibrate(const Comm& world, int rows, int inner, int cols) {
+// The compute rates at a microbatch's shape, the GEMM's at its MLP (N x C times C x 4 Cl).
+// Collective.
+inline Calibration calibrate_compute(const Comm& world, const LayerShape& shape) {
   Calibration c;
   c.ranks = world.size();
-  c.gemm_flops = measure_gemm_flops(world, rows, inner, cols);
+  c.gemm_flops = measure_gemm_flops(world, shape.N(), shape.C, 4 * shape.Cl);
+  std::tie(c.layer_kernels_s, c.head_kernels_s) = measure_kernel_seconds(world, shape);
   c.fill_bytes = measure_fill_bandwidth(world, std::size_t(1) << 20, 32);
   c.adamw_rate = measure_adamw_rate(world, std::size_t(1) << 20);
+  return c;
+}
+
+// Fits of the calls (operation, group size) not in `known`, each measured after `work_s`
+// seconds of 256 x 256 x 1024 GEMMs (at least one, ~0.13 GFLOP) at `gemm_flops`. One to three
+// seconds per call. Collective. The communicators are named "calibrate" in comm_stats(); its
+// barriers and maxima count as "world": reset the counters before measuring a run.
+inline void measure_calls(const Comm& world, Calibration::Calls& known,
+                          const std::vector<std::pair<CommOp, int>>& calls, double gemm_flops,
+                          double work_s) {
+  const int rows = 256, inner = 256, cols = 1024;
   std::vector<float> x(std::size_t(rows) * inner, 0.5f), w(std::size_t(inner) * cols, 0.25f);
   std::vector<float> y(std::size_t(rows) * cols);
+  const int reps = std::max(1, int(std::lround(work_s * gemm_flops / (2.0 * rows * inner * cols))));
   auto work = [&] {
-    backend::gemm<float>(backend::view(y.data(), rows, cols), backend::cview(x.data(), rows, inner),
-                         backend::cview(w.data(), inner, cols), false, false, 0.f);
+    for (int r = 0; r < reps; ++r)
+      backend::gemm<float>(backend::view(y.data(), rows, cols),
+                           backend::cview(x.data(), rows, inner),
+                           backend::cview(w.data(), inner, cols), false, false, 0.f);
   };
-  const std::vector<std::size_t> sizes{std::size_t(4) << 10, std::size_t(512) << 10,
+  const std::vector<std::size_t> sizes{std::size_t(4) << 10, std::size_t(1) << 20,
                                        std::size_t(4) << 20};
-  for (int g = 2; g <= world.size(); ++g)
-    if (world.size() % g == 0)
-      for (CommOp op : {CommOp::all_reduce, CommOp::reduce_scatter, CommOp::all_gather})
-        c.collectives[g][static_cast<int>(op)] = measure_collective(world, op, g, sizes, work);
-  if (world.size() >= 2) c.p2p = measure_p2p(world, sizes, work);
-  return c;
+  for (const auto& [op, group] : calls)
+    if (group >= 2 && group <= world.size() && !known.count({op, group}))
+      known[{op, group}] = measure_call(world, op, group, sizes, work);
 }
 
 }  // namespace trident::plan

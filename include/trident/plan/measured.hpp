@@ -1,7 +1,7 @@
 // trident/plan/measured.hpp: a trident run measured the way the cost model predicts it —
 // memory per rank by kind (MemoryStats), bytes per step per axis (CommStats), the step time and
-// the pipeline bubble — and the configurations that examples/zero_vs_3d and bench/predict
-// compare on 8 ranks.
+// the pipeline bubble; this machine calibrated for the run (calibrate.hpp); and the
+// configurations that examples/zero_vs_3d and bench/predict compare on 8 ranks.
 #pragma once
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../train/report.hpp"
+#include "predict.hpp"
 
 namespace trident::plan {
 
@@ -45,8 +46,43 @@ MeasuredRun measure_run(const Comm& world, const TrainOptions& o, const TokenSou
   std::vector<double> all(5 * std::size_t(world.size()));
   world.all_gather(Span<const double>(mine.data(), 5), Span<double>(all));
   for (int r = 0; r < world.size(); ++r)
-    run.comm_s.push_back({all[5 * r], all[5 * r + 1], all[5 * r + 2], all[5 * r + 3], all[5 * r + 4]});
+    run.comm_s.push_back(
+        {all[5 * r], all[5 * r + 1], all[5 * r + 2], all[5 * r + 3], all[5 * r + 4]});
   return run;
+}
+
+// One rank's share of a microbatch of run `o` through a layer.
+inline LayerShape layer_shape(const TrainOptions& o) {
+  const ActivationShape a = activation_shape(o);
+  const int t = o.mesh.tp;
+  return {o.rows_per_microbatch(), o.model.seq,         o.model.hidden, o.model.hidden / t,
+          o.model.heads / t,       o.model.head_size(), int(a.n),       int(a.vocab_rows)};
+}
+
+// This machine calibrated for run `o`, on every rank of `world` at once: the compute rates at
+// the run's shapes; the calls after its loop, after a short compute (kept from `previous`, an
+// earlier run's calibration, when it has them); the calls of its loop after the run's own
+// compute between two of them (a microbatch's compute over the calls it waits for). That gap
+// is capped at 20 ms to keep the calibration to seconds: a rank waits longer for group members
+// the scheduler has not run after longer compute, so runs with fewer, longer gaps (pipelines
+// without TP) come out somewhat under-predicted. Collective; a few seconds.
+inline Calibration calibrate_run(const Comm& world, const TrainOptions& o, const Precision& p,
+                                 const Calibration* previous = nullptr) {
+  Calibration c = calibrate_compute(world, layer_shape(o));
+  if (previous) c.calls = previous->calls;
+  measure_calls(world, c.calls, after_calls(o), c.gemm_flops, 0);
+  // count the waits of a microbatch: every loop call one second, every other cost nothing
+  Calibration count = c;
+  for (auto& call : count.calls) call.second = LinearFit{};
+  for (const auto& call : loop_calls(o)) count.loop_calls[call] = LinearFit{1, 0};
+  double gap = 0.020;
+  for (const StagePrediction& st : predict(o, p, measured_machine(count)).stages) {
+    const double compute = st.compute_s / o.microbatches;
+    gap = std::min(gap, compute / std::max(1.0, st.microbatch_s - compute));
+  }
+  c.gap_s = gap;
+  measure_calls(world, c.loop_calls, loop_calls(o), c.gemm_flops, gap);
+  return c;
 }
 
 struct NamedRun {

@@ -1,23 +1,24 @@
 // trident/plan/predict.hpp: the cost model of one trident training step — what each pipeline
-// stage's ranks hold (trident_memory.hpp), send per axis, and spend in time — on a measured
-// machine (calibrate.hpp) or a datasheet cluster (cluster.hpp).
+// stage's ranks hold (trident_memory.hpp), send per axis, and spend in time — on this machine,
+// calibrated (calibrate.hpp), or on a datasheet cluster (cluster.hpp).
 //
-// Traffic is counted call by call as trident makes the calls, in CommStats' convention (the
-// whole buffer of each call; core/stats.hpp), with the formulas of train/formulas.hpp:
-//   TP (Megatron-LM §3): per layer and microbatch 4 all-reduces of b s h (+2 with full
-//      recomputation), the embedding's and the head's one each, the loss's two of b s and 2 b s;
-//   PP (Narayanan et al. 2021 §4.1): b s h each way per microbatch per stage boundary (/t under SP);
-//   DP (ZeRO §7.2): per unit, stage 0 an all-reduce; 1 a reduce-scatter + an all-gather; 2 the
-//      reduce-scatter per microbatch; 3 also the unit gathered before each forward and backward;
+// Bytes are counted call by call as trident makes the calls, in CommStats' convention (the
+// whole buffer of a call, core/stats.hpp), as train/formulas.hpp counts them:
+//   TP (Megatron-LM §3): per layer and microbatch 4 all-reduces of b s h (6 with full
+//     recomputation), one for the embedding and one for the head, two of b s and 2 b s for the
+//     loss; under SP (Korthikanti et al. 2022) the conjugates, and an all-reduce of the
+//     TP-replicated gradients per step (counted here for an average DP shard);
+//   PP (Narayanan et al. 2021 §4.1): b s h (b s h / t under SP) per microbatch per boundary;
+//   DP (ZeRO §7.2), per unit: ZeRO-0 an all-reduce; 1 a reduce-scatter and an all-gather; 2 the
+//     reduce-scatter per microbatch; 3 also the unit gathered before each forward and backward;
 //   emb: the tied word embedding's gradient between the first and last stage, once per step.
-// Time: nothing overlaps, as in the planner's estimate(). A rank's microbatch costs its GEMM
-// FLOPs (Narayanan et al. 2021 §5.1: 24 b s h^2 + 4 b s^2 h per layer forward, 2 b s h V for
-// the head, backward twice the forward) at the GEMM rate, its buffers' zero-fill, and each
-// call inside it (TP; ZeRO-2/3's per-microbatch reduce-scatters and ZeRO-3's gathers; its
-// pipeline messages) at latency + bytes / bandwidth. The pipeline runs m microbatches on the
-// slowest stage plus the others' once to fill and drain, (p - 1)/v stages' worth (Huang et
-// al. 2019; Narayanan et al. 2021 §2.2); then the DP reductions, the tied embedding, the loss
-// and norm all-reduces and AdamW on the owned elements.
+// Time: nothing overlaps, as in the planner's estimate(). A microbatch costs its linear layers'
+// GEMM FLOPs (Narayanan et al. 2021 §5.1: 24 b s h^2 per layer forward, 2 b s h V for the head,
+// the backward twice the forward) at the GEMM rate, its other kernels as measured, its buffers'
+// zero-fill, and each call it waits for at latency + bytes / bandwidth. The pipeline runs m
+// microbatches on the slowest stage plus each other stage's once to fill and drain (Huang et
+// al. 2019; Narayanan et al. 2021 §2.2: (p - 1)/v stages' worth); then come the DP reductions
+// and all-gathers, the tied embedding, the loss and norm all-reduces, and AdamW.
 #pragma once
 
 #include <algorithm>
@@ -36,35 +37,51 @@ namespace trident::plan {
 struct Machine {
   std::string name;
   double gemm_flops = 0;  // per rank
+  // per microbatch: a layer's and the loss's other kernels (calibrate.hpp); 0 for a cluster,
+  // where they are fused next to the GEMMs and only GEMM FLOPs count (Narayanan et al. 2021)
+  double layer_kernels_s = 0, head_kernels_s = 0;
   double fill_bytes = 0;  // zero-filled buffers, bytes/s (0: free)
   double adamw_rate = 0;  // element updates/s (0: free)
   std::optional<Calibration> measured;
-  ClusterSpec cluster;  // links, when not measured
+  ClusterSpec cluster{};  // links, when not measured
 
-  // Seconds of one call moving `bytes` (CommStats' convention) over `group` ranks.
-  double seconds(CommOp op, int group, double bytes, bool crosses_nodes) const {
-    if (group < 2 || bytes <= 0) return 0;
+  // Seconds of calls started together and then waited for (one latency), each moving `bytes`
+  // (CommStats' convention) over `group` ranks; CommOp::send: point-to-point messages. in_loop:
+  // the calls come between the microbatch loop's compute (calibrate.hpp's loop_calls).
+  double seconds(CommOp op, int group, const std::vector<double>& bytes, bool crosses_nodes,
+                 bool in_loop = false) const {
+    if (group < 2 || bytes.empty()) return 0;
+    double total = 0;
+    for (double b : bytes) total += b;
     if (measured) {
-      if (op == CommOp::send) return measured->p2p.seconds(bytes);
-      return measured->collective(op, group).seconds(bytes);
+      const LinearFit f = measured->call(op, group, in_loop);
+      return f.latency + (f.bandwidth > 0 ? total / f.bandwidth : 0);
     }
     const double bw = link_bandwidth(cluster, crosses_nodes);
-    if (op == CommOp::send) return bytes / bw;
-    if (op == CommOp::all_reduce) return ring_all_reduce_bytes(bytes, group) / bw;
-    return ring_gather_bytes(bytes, group) / bw;  // reduce-scatter, all-gather
+    if (op == CommOp::send) return total / bw;
+    if (op == CommOp::all_reduce) return ring_all_reduce_bytes(total, group) / bw;
+    return ring_gather_bytes(total, group) / bw;  // reduce-scatter, all-gather
+  }
+  // One call.
+  double seconds(CommOp op, int group, double bytes, bool crosses_nodes,
+                 bool in_loop = false) const {
+    return seconds(op, group, std::vector<double>{bytes}, crosses_nodes, in_loop);
   }
 };
 
 inline Machine measured_machine(const Calibration& c) {
-  Machine m{"this machine (measured, " + std::to_string(c.ranks) + " ranks at once)"};
+  Machine m;
+  m.name = "this machine, measured with " + std::to_string(c.ranks) + " ranks at once";
   m.gemm_flops = c.gemm_flops, m.fill_bytes = c.fill_bytes, m.adamw_rate = c.adamw_rate;
+  m.layer_kernels_s = c.layer_kernels_s, m.head_kernels_s = c.head_kernels_s;
   m.measured = c;
   return m;
 }
 
 // GEMMs at peak x efficiency; buffer fills and AdamW not counted (fused, next to the GEMMs).
 inline Machine cluster_machine(const ClusterSpec& c, std::string name) {
-  Machine m{std::move(name)};
+  Machine m;
+  m.name = std::move(name);
   m.gemm_flops = c.peak_flops * c.efficiency;
   m.cluster = c;
   return m;
@@ -78,13 +95,13 @@ struct AxisFigures {
 // One rank of a pipeline stage.
 struct StagePrediction {
   ModelStateBytes states;
-  double activations = 0;  // peak bytes
-  AxisFigures bytes;       // sent per step, CommStats' convention
-  AxisFigures seconds;     // per step, all calls of the axis
-  double flops = 0;        // GEMM FLOPs per step
-  double compute_s = 0;    // GEMMs and buffer fills per step
-  double microbatch_s = 0; // one microbatch through this stage's chunks, its calls included
-  double after_s = 0;      // after the pipeline: DP reductions, embedding, loss/norm, AdamW
+  double activations = 0;   // peak bytes
+  AxisFigures bytes;        // sent per step, CommStats' convention
+  AxisFigures seconds;      // per step, all calls of the axis
+  double flops = 0;         // GEMM FLOPs per step
+  double compute_s = 0;     // GEMMs, other kernels and buffer fills per step
+  double microbatch_s = 0;  // one microbatch through this stage's chunks, its calls included
+  double after_s = 0;       // after the pipeline: DP reductions, embedding, loss/norm, AdamW
 };
 
 struct Prediction {
@@ -94,115 +111,139 @@ struct Prediction {
   CrossesNodes crosses;  // which axes' groups span nodes (cluster machines)
 };
 
+namespace detail {
+// Bytes of one call of the TP all-reduce (b s h), of the loss's two (b s, 2 b s), of one
+// pipeline message; and GEMM FLOPs and filled buffer bytes of one layer and of the head, all
+// per microbatch on one rank.
+struct MicrobatchWork {
+  double act = 0, rows = 0, message = 0;
+  double layer_flops = 0, layer_linear_flops = 0, head_flops = 0, layer_fill = 0, head_fill = 0;
+};
+
+inline MicrobatchWork microbatch_work(const TrainOptions& o, const Precision& p) {
+  const ActivationShape a = activation_shape(o);
+  const double e = p.activation_bytes, tp = o.mesh.tp;
+  MicrobatchWork w;
+  w.act = a.N * a.C * e, w.rows = a.N * e;
+  w.message = w.act / (o.sequence_parallel && tp > 1 ? tp : 1);
+  // Narayanan et al. 2021 §5.1, one TP rank's share: forward, backward (twice), recomputation
+  const double passes = 3 + (o.recompute ? 1 : 0);
+  w.layer_flops = passes * layer_forward_flops(model_spec(o.model), a.B) / tp;
+  w.layer_linear_flops = passes * 24 * a.N * a.C * a.C / tp;  // without attention's 4 B s^2 h
+  w.head_flops = 3 * 2 * a.N * a.C * a.vocab_rows;
+  // model/block.hpp's buffers: activations (twice with recomputation) and temporaries
+  const double temps = a.N * a.C + a.n * a.C + 8 * a.N * a.Cl + a.N * a.C + 2 * a.n * a.C;
+  w.layer_fill = (layer_activation_elements(a) * (o.recompute ? 2 : 1) + temps) * e;
+  w.head_fill = (head_activation_elements(a) + 2 * a.N * a.C) * e;
+  return w;
+}
+}  // namespace detail
+
 inline Prediction predict(const TrainOptions& o, const Precision& p, const Machine& machine) {
   validate(o, o.mesh.product());
   const int tp = o.mesh.tp, pp_size = o.mesh.pp, dp = o.mesh.dp, v = o.virtual_stages;
   const int m = o.microbatches;
-  const bool sp = o.sequence_parallel && tp > 1;
-  const ActivationShape a = activation_shape(o);
-  const ModelSpec spec = model_spec(o.model);
-  const double act = a.N * a.C * p.activation_bytes, rows = a.N * p.activation_bytes;
   const ZeroPolicy& z = o.zero;
+  const detail::MicrobatchWork w = detail::microbatch_work(o, p);
   Prediction r;
   if (!machine.measured) {
     Config c;
     c.tp = tp, c.pp = pp_size, c.dp = dp;
     r.crosses = crosses_nodes(machine.cluster, c);
   }
-  auto time = [&](CommOp op, int group, double bytes, bool crosses) {
+  const CrossesNodes& x = r.crosses;
+  auto time = [&](CommOp op, int group, auto bytes, bool crosses) {
     return machine.seconds(op, group, bytes, crosses);
   };
-  // per microbatch: one layer's GEMM FLOPs (forward, backward, recomputed forward) and bytes
-  // of buffers it fills (activations and the temporaries of model/block.hpp)
-  const double layer_fwd = layer_forward_flops(spec, a.B) / tp;
-  const double layer_flops = (3 + (o.recompute ? 1 : 0)) * layer_fwd;
-  const double head_flops = 3 * 2 * a.N * a.C * a.vocab_rows;
-  const double layer_temps = a.N * a.C + a.n * a.C +                                // forward
-                             8 * a.N * a.Cl + a.N * a.C + 2 * a.n * a.C;           // backward
-  const double layer_fill = (layer_activation_elements(a) * (o.recompute ? 2 : 1) + layer_temps) *
-                            p.activation_bytes;
-  const double head_fill = (head_activation_elements(a) + 2 * a.N * a.C) * p.activation_bytes;
-
+  auto loop_time = [&](CommOp op, int group, auto bytes, bool crosses) {
+    return machine.seconds(op, group, bytes, crosses, true);
+  };
   for (int s = 0; s < pp_size; ++s) {
     StagePrediction st;
     st.states = stage_model_states(o, s, p);
     st.activations = stage_activation_bytes(o, s, p);
-    double loop_s = 0, compute_mb = 0;  // per microbatch
+    double calls_mb = 0, compute_mb = 0;  // per microbatch
+    std::vector<double> reduce, publish;  // DP calls after the pipeline, started together
+    std::vector<double> gather_fwd, gather_bwd, scatter;  // ZeRO-2/3 calls per microbatch
     const std::vector<ChunkUnits> chunks = stage_chunks(o, s);
     for (int c = 0; c < static_cast<int>(chunks.size()); ++c) {
       const ChunkUnits& k = chunks[c];
-      // compute
-      const double flops = k.layers * layer_flops + (k.head ? head_flops : 0);
-      const double fill = k.layers * layer_fill + (k.head ? head_fill : 0);
-      st.flops += m * flops;
-      compute_mb += flops / machine.gemm_flops + (machine.fill_bytes > 0 ? fill / machine.fill_bytes : 0);
-      // TP: the calls of one microbatch
-      if (tp > 1) {
-        const double calls = k.layers * (4 + (o.recompute ? 2 : 0)) + (k.embedding ? 1 : 0) + (k.head ? 1 : 0);
-        double bytes = calls * act, seconds = calls * time(CommOp::all_reduce, tp, act, r.crosses.tp);
-        if (sp) bytes += (k.embedding ? act : 0) + (k.head ? act : 0);
-        if (k.head) {
-          bytes += 3 * rows;
-          seconds += time(CommOp::all_reduce, tp, rows, r.crosses.tp) +
-                     time(CommOp::all_reduce, tp, 2 * rows, r.crosses.tp);
+      st.flops += m * (k.layers * w.layer_flops + (k.head ? w.head_flops : 0));
+      if (machine.layer_kernels_s > 0)  // the linear layers' GEMMs, the other kernels measured
+        compute_mb +=
+            (k.layers * w.layer_linear_flops + (k.head ? w.head_flops : 0)) / machine.gemm_flops +
+            k.layers * machine.layer_kernels_s * (o.recompute ? 4.0 / 3 : 1) +
+            (k.head ? machine.head_kernels_s : 0);
+      else
+        compute_mb += (k.layers * w.layer_flops + (k.head ? w.head_flops : 0)) / machine.gemm_flops;
+      if (machine.fill_bytes > 0)
+        compute_mb += (k.layers * w.layer_fill + (k.head ? w.head_fill : 0)) / machine.fill_bytes;
+      if (tp > 1) {  // TP: Megatron's f and g, the embedding's g, the head's f, the loss's two
+        const double n = k.layers * (4 + (o.recompute ? 2 : 0)) + k.embedding + k.head;
+        double bytes = n * w.act, sec = n * loop_time(CommOp::all_reduce, tp, w.act, x.tp);
+        if (o.sequence_parallel) bytes += (k.embedding + k.head) * w.act;  // the conjugates
+        if (k.head)
+          bytes += 3 * w.rows, sec += loop_time(CommOp::all_reduce, tp, w.rows, x.tp) +
+                                      loop_time(CommOp::all_reduce, tp, 2 * w.rows, x.tp);
+        st.bytes.tp += m * bytes, st.seconds.tp += m * sec, calls_mb += sec;
+        if (o.sequence_parallel) {  // the TP-replicated gradients, an average DP shard of them
+          double replicated = 0;
+          for (const UnitSize& u : k.units)
+            replicated += u.name == "h"      ? 6.0 * o.model.hidden
+                          : u.name == "wpe"  ? double(o.model.seq) * o.model.hidden
+                          : u.name == "ln_f" ? 2.0 * o.model.hidden
+                                             : 0.0;
+          const double b = replicated / (z.stage >= 1 ? dp : 1) * p.grad_bytes;
+          st.bytes.tp += b, st.after_s += time(CommOp::all_reduce, tp, b, x.tp);
         }
-        st.bytes.tp += m * bytes;
-        st.seconds.tp += m * seconds;
-        loop_s += seconds;
       }
-      // PP: one message per boundary each way per microbatch; this rank sends one per boundary
-      const int g = c * pp_size + s;
-      const double boundaries = (g > 0 ? 1 : 0) + (g < pp_size * v - 1 ? 1 : 0);
-      const double message = act / (sp ? tp : 1);
-      st.bytes.pp += m * boundaries * message;
-      const double pp_s = boundaries * time(CommOp::send, 2, message, r.crosses.pp);
-      st.seconds.pp += m * pp_s;
-      loop_s += pp_s;
-      // DP: ZeRO's calls, per unit
-      if (dp > 1) {
-        const bool per_mb = z.stage >= 2 && z.reduce == GradReduce::per_microbatch;
-        double loop_dp = 0, after_dp = 0, bytes = 0;
-        for (const UnitSize& u : k.units) {
-          const double b = u.padded * p.param_bytes;
-          const double rs = time(CommOp::reduce_scatter, dp, b, r.crosses.dp);
-          const double ag = time(CommOp::all_gather, dp, b, r.crosses.dp);
-          if (z.stage == 0) after_dp += time(CommOp::all_reduce, dp, b, r.crosses.dp), bytes += b;
-          if (z.stage >= 1) {
-            (per_mb ? loop_dp : after_dp) += rs;
-            bytes += (per_mb ? m : 1) * b;
-          }
-          if (z.stage == 1 || z.stage == 2) after_dp += ag, bytes += b;
-          if (z.stage == 3) {
-            const bool tied_here = u.name == "wte" && k.embedding && k.head;
-            const bool embedding_only = k.embedding && (u.name == "wpe" || (u.name == "wte" && !k.head));
-            const double gathers = (tied_here ? 2 : 1) + (embedding_only ? 0 : 1);
-            if (z.keep_gathered) {
-              after_dp += ag, bytes += b;
-            } else {
-              loop_dp += gathers * ag, bytes += m * gathers * b;
-            }
-          }
-        }
-        st.bytes.dp += bytes;
-        st.seconds.dp += m * loop_dp + after_dp;
-        loop_s += loop_dp;
-        st.after_s += after_dp;
-      }
-      // the tied embedding's gradient (the part this rank holds), first and last stage
-      for (const UnitSize& u : k.units)
-        if (pp_size > 1 && u.name == "wte") {
+      const int g = c * pp_size + s;  // PP: a message each way per boundary per microbatch
+      const double boundaries = (g > 0) + (g < pp_size * v - 1);
+      const double pp_s =
+          boundaries > 0 ? boundaries * loop_time(CommOp::send, 2, w.message, x.pp) : 0;
+      st.bytes.pp += m * boundaries * w.message, st.seconds.pp += m * pp_s, calls_mb += pp_s;
+      for (const UnitSize& u : k.units) {
+        const double b = u.padded * p.param_bytes;
+        if (pp_size > 1 && u.name == "wte") {  // the tied embedding's gradient, held part
           const double held = u.padded / (z.stage == 0 ? 1 : dp) * p.grad_bytes;
-          st.bytes.emb += held;
-          st.seconds.emb += time(CommOp::all_reduce, 2, held, r.crosses.pp);
+          st.bytes.emb += held, st.seconds.emb += time(CommOp::all_reduce, 2, held, x.pp);
         }
+        if (dp == 1) continue;
+        // DP (ZeRO §7.2): reductions once after the pipeline, or per microbatch (ZeRO-2/3)
+        const bool per_mb = z.stage >= 2 && z.reduce == GradReduce::per_microbatch;
+        if (!per_mb) reduce.push_back(b), st.bytes.dp += b;
+        if (per_mb) scatter.push_back(b), st.bytes.dp += m * b;
+        if (z.stage == 1 || z.stage == 2) publish.push_back(b), st.bytes.dp += b;
+        if (z.stage == 3 && z.keep_gathered) publish.push_back(b), st.bytes.dp += b;
+        if (z.stage == 3 && !z.keep_gathered) {  // gathered before each forward and backward
+          const bool tied_here = u.name == "wte" && k.embedding && k.head;
+          const bool embedding_only =
+              k.embedding && (u.name == "wpe" || (u.name == "wte" && !k.head));
+          for (int n = 0; n < (tied_here ? 2 : 1); ++n) gather_fwd.push_back(b);
+          if (!embedding_only) gather_bwd.push_back(b);
+          st.bytes.dp += m * ((tied_here ? 2 : 1) + (embedding_only ? 0 : 1)) * b;
+        }
+      }
     }
-    st.after_s += st.seconds.emb;
-    // loss and gradient norm: two all-reduces of one double over the world
-    st.after_s += 2 * time(CommOp::all_reduce, o.mesh.product(), sizeof(double), r.crosses.pp);
-    const double owned = stage_parameters(o, s) / (z.stage >= 1 ? dp : 1);
-    if (machine.adamw_rate > 0) st.after_s += owned / machine.adamw_rate;
-    st.microbatch_s = compute_mb + loop_s;
+    // ZeRO-2/3's per-microbatch calls are started ahead of their use (the next unit's gather
+    // before this unit computes, each reduce-scatter as its unit's backward ends): per
+    // microbatch they pay their bytes and one latency per pass
+    const double loop_dp = loop_time(CommOp::all_gather, dp, gather_fwd, x.dp) +
+                           loop_time(CommOp::all_gather, dp, gather_bwd, x.dp) +
+                           loop_time(CommOp::reduce_scatter, dp, scatter, x.dp);
+    st.seconds.dp += m * loop_dp, calls_mb += loop_dp;
+    const double after_dp =
+        time(z.stage == 0 ? CommOp::all_reduce : CommOp::reduce_scatter, dp, reduce, x.dp) +
+        time(CommOp::all_gather, dp, publish, x.dp);
+    st.seconds.dp += after_dp;
     st.compute_s = m * compute_mb;
+    st.microbatch_s = compute_mb + calls_mb;
+    // after the pipeline: DP, the tied embedding, the loss and the norm (one double each over
+    // the world), AdamW on the owned elements
+    const double owned = stage_parameters(o, s) / (z.stage >= 1 ? dp : 1);
+    st.after_s += after_dp + st.seconds.emb +
+                  2 * time(CommOp::all_reduce, o.mesh.product(), double(sizeof(double)), x.pp) +
+                  (machine.adamw_rate > 0 ? owned / machine.adamw_rate : 0);
     r.stages.push_back(st);
   }
   double slowest = 0, sum = 0;
@@ -211,10 +252,36 @@ inline Prediction predict(const TrainOptions& o, const Precision& p, const Machi
     sum += st.microbatch_s;
     r.after_s = std::max(r.after_s, st.after_s);
   }
+  // Huang et al. 2019: m microbatches on the slowest stage, the others' once to fill and drain
   r.pipeline_s = m * slowest + (sum - slowest) / v;
   r.step_s = r.pipeline_s + r.after_s;
   r.bubble_formula = double(pp_size - 1) / (double(v) * m + pp_size - 1);
   return r;
+}
+
+// The calls a run makes, as (operation, group size): inside its microbatch loop (TP, PP,
+// ZeRO-2/3's per-microbatch reduce-scatters, ZeRO-3's gathers) and after it (the DP reductions
+// and all-gathers, the tied embedding, the loss and norm over the world).
+inline std::vector<std::pair<CommOp, int>> loop_calls(const TrainOptions& o) {
+  const MeshShape& s = o.mesh;
+  std::vector<std::pair<CommOp, int>> calls;
+  if (s.tp > 1) calls.push_back({CommOp::all_reduce, s.tp});
+  if (s.pp > 1) calls.push_back({CommOp::send, 2});
+  if (s.dp > 1 && o.zero.stage >= 2 && o.zero.reduce == GradReduce::per_microbatch)
+    calls.push_back({CommOp::reduce_scatter, s.dp});
+  if (s.dp > 1 && o.zero.stage == 3 && !o.zero.keep_gathered)
+    calls.push_back({CommOp::all_gather, s.dp});
+  return calls;
+}
+inline std::vector<std::pair<CommOp, int>> after_calls(const TrainOptions& o) {
+  const MeshShape& s = o.mesh;
+  std::vector<std::pair<CommOp, int>> calls{{CommOp::all_reduce, s.product()}};
+  if (s.pp > 1) calls.push_back({CommOp::all_reduce, 2});
+  if (s.tp > 1 && o.sequence_parallel) calls.push_back({CommOp::all_reduce, s.tp});
+  if (s.dp > 1 && o.zero.stage == 0) calls.push_back({CommOp::all_reduce, s.dp});
+  if (s.dp > 1 && o.zero.stage >= 1)
+    calls.insert(calls.end(), {{CommOp::reduce_scatter, s.dp}, {CommOp::all_gather, s.dp}});
+  return calls;
 }
 
 }  // namespace trident::plan

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -35,7 +36,8 @@ inline ModelSpec model_spec(const GPTConfig& c, std::string name = "trident") {
 // Bytes per element of a run computing in T and storing parameters and gradients in S.
 inline Precision trident_precision(int compute_bytes, int storage_bytes) {
   const int k = (compute_bytes == storage_bytes ? 2 : 3) * compute_bytes;  // moments (+ master)
-  return {"trident", double(storage_bytes), double(storage_bytes), double(k), double(compute_bytes)};
+  return {"trident", double(storage_bytes), double(storage_bytes), double(k),
+          double(compute_bytes)};
 }
 template <class T, class S>
 Precision trident_precision() {
@@ -101,8 +103,14 @@ struct ActivationShape {
 inline ActivationShape activation_shape(const TrainOptions& o) {
   const double t = o.mesh.tp, B = o.rows_per_microbatch(), S = o.model.seq, N = B * S;
   const double vocab_rows = std::ceil(double(o.model.vocab) / t);  // padded vocab / t
-  return {N, o.sequence_parallel ? N / t : N, double(o.model.hidden), o.model.hidden / t,
-          o.model.heads / t, S, B, vocab_rows};
+  return {N,
+          o.sequence_parallel ? N / t : N,
+          double(o.model.hidden),
+          o.model.hidden / t,
+          o.model.heads / t,
+          S,
+          B,
+          vocab_rows};
 }
 
 // model/block.hpp's BlockActivations: x, x2 (n C); LN stats (4 n); ln1, ln2 (N C); qkv (3 N Cl);

@@ -1,0 +1,133 @@
+// bench/pp: the pipeline bubble measured from a training step's spans next to GPipe's
+// (p-1)/(m+p-1), and pipelined training next to the single process, in one run.
+//
+//   mpiexec -n 2 ./bench_pp        mpiexec -n 4 ./bench_pp       [--steps 5] [--train-seconds 20]
+//
+// Bubble (Huang et al. 2019; the same for 1F1B, Narayanan et al. 2021 §2.2), the median over
+// --steps steps, m = 1 ... 16 microbatches of a global batch of 16 sequences:
+//  - spans: as train/report.hpp, from the step's spans (StepResult::spans),
+//      1 - sum over ranks of forward + backward wall time / (p x makespan);
+//  - work: 1 - W / (c x makespan), W the forward + backward time of the same step (m
+//    microbatches) in one process alone, c = min(p, cores). Its formula is
+//      1 - min(1, p m / (c (m + p - 1))),
+//    which is (p-1)/(m+p-1) when every rank has a core. With more ranks than cores the spans
+//    of ranks that share a core stretch, so only this measure says how busy the cores were.
+// Models: the bench model with a byte vocabulary (V=256: a cheap LM head, balanced stages, as
+// the formula assumes), and the bench model itself (V=4096: the last stage also runs an LM head
+// worth ~1.2 blocks). "check": the same GEMM on all ranks at once over its time on rank 0
+// alone, right after the row (1.00: a core per rank; p / cores when ranks share the cores).
+#include <CLI/CLI.hpp>
+#include <trident/io/cli.hpp>
+#include <trident/trident.hpp>
+
+#include "bench_util.hpp"
+
+using namespace trident;
+using namespace bench;
+
+namespace {
+
+double compute_seconds(const std::vector<pp::Span>& spans) {
+  double c = 0;
+  for (const pp::Span& s : spans)
+    if (s.kind == pp::SpanKind::forward || s.kind == pp::SpanKind::backward) c += s.end - s.begin;
+  return c;
+}
+
+struct Bubble {
+  double spans = 0, work = 0;
+};
+
+// Median bubbles of `steps` steps (after a warm-up step) of a pipeline over the world.
+Bubble measure_bubble(const Comm& world, const TrainOptions& o, int steps, int cores) {
+  TrainOptions alone = o;
+  alone.mesh = {1, 1, 1};
+  SingleProcess single(world, alone);
+  Trainer<float> t(world, o, TokenSource::synthetic(o.model.vocab));
+  t.step();
+  single.step(world);
+  std::vector<double> spans, work;
+  for (int s = 0; s < steps; ++s) {
+    const StepResult r = t.step();
+    double end = 0;
+    for (const pp::Span& sp : r.spans) end = std::max(end, sp.end);
+    const double compute = world.all_reduce_value(compute_seconds(r.spans));
+    const double makespan = slowest(world, end);
+    const double w =
+        single.run(world, [](Trainer<float>& st) { return compute_seconds(st.step().spans); });
+    spans.push_back(1 - compute / (world.size() * makespan));
+    work.push_back(1 - w / (std::min(world.size(), cores) * makespan));
+  }
+  return {median(spans), median(work)};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return run_main(argc, argv, [](int argc, char** argv) {
+    const Comm world = Comm::world();
+    int steps = 5;
+    double train_seconds = 20;
+    std::string schedule = "1f1b";
+    CLI::App app{
+        "Pipeline bubble next to (p-1)/(m+p-1), and pipelined training next to one process."};
+    app.add_option("--steps", steps, "measured steps per configuration (0: no bubble table)")
+        ->capture_default_str();
+    app.add_option("--schedule", schedule, "pipeline schedule")
+        ->check(CLI::IsMember({"gpipe", "1f1b"}))
+        ->capture_default_str();
+    app.add_option("--train-seconds", train_seconds, "time for the training rows")
+        ->capture_default_str();
+    parse_command_line(app, argc, argv, world);
+    const int p = world.size(),
+              cores = node_comm(world).all_reduce_value(cores_available(), ReduceOp::max);
+    require(p == 2 || p == 4, "bench_pp runs on 2 or 4 ranks (PP = ranks)");
+    configure_threads(world, 1);
+    const int c = std::min(p, cores);
+
+    if (world.rank() == 0) {
+      std::printf(
+          "# bench_pp: PP=%d (%s), 1 thread per rank, %d cores; bench model L=4 C=256 H=8 "
+          "T=128, global batch 16; median of %d steps; %s\n",
+          p, schedule.c_str(), cores, steps, load_average().c_str());
+      std::printf("%4s %9s | %-39s | %-19s\n", "", "", "V=256 (balanced stages)", "V=4096");
+      std::printf("%4s %9s | %9s %9s %9s %9s | %9s %9s | %6s\n", "m", "formula", "spans",
+                  "-formula", "work", "(formula)", "spans", "-formula", "check");
+    }
+    for (int m : steps > 0 ? std::vector<int>{1, 2, 4, 8, 16} : std::vector<int>{}) {
+      const double formula = double(p - 1) / (m + p - 1);
+      const double work_formula = 1 - std::min(1.0, double(p) * m / (c * (m + p - 1.0)));
+      Bubble b[2];
+      for (int k = 0; k < 2; ++k) {
+        TrainOptions o = bench_options({1, p, 1}, m);
+        o.batch = 16;
+        o.schedule = pp::parse_schedule(schedule);
+        if (k == 0) o.model.vocab = 256;
+        b[k] = measure_bubble(world, o, k == 0 ? steps : std::max(1, steps / 2), cores);
+      }
+      const double check = machine_check(world, 0.5);
+      if (world.rank() == 0)
+        std::printf("%4d %9.3f | %9.3f %+9.3f %9.3f %9.3f | %9.3f %+9.3f | %6.2f\n", m, formula,
+                    b[0].spans, b[0].spans - formula, b[0].work, work_formula, b[1].spans,
+                    b[1].spans - formula, check);
+      std::fflush(stdout);
+    }
+
+    // Throughput on the bench model (global batch 8), m = 8.
+    TrainOptions even = bench_options({1, p, 1}, 8);
+    even.schedule = pp::parse_schedule(schedule);
+    Trainer<float> t_even(world, even, TokenSource::synthetic(even.model.vocab));
+    if (world.rank() == 0) std::printf("\n");
+    if (p == 2) {
+      TrainOptions balanced = even;  // the LM head weighs ~1.2 blocks: 3 + 1 balances better
+      balanced.pp_layers = {3, 1};
+      Trainer<float> t_balanced(world, balanced, TokenSource::synthetic(even.model.vocab));
+      training_table(world, train_seconds, bench_options(),
+                     {{"PP=2, m=8, layers 2+2", &t_even}, {"PP=2, m=8, layers 3+1", &t_balanced}});
+    } else {
+      training_table(world, train_seconds, bench_options(),
+                     {{"PP=4, m=8, layers 1+1+1+1", &t_even}});
+    }
+    return 0;
+  });
+}

@@ -1,0 +1,339 @@
+// examples/zero_vs_3d: with ZeRO, why do we still need 3D parallelism?
+//
+//   mpiexec -n 8 ./zero_vs_3d [--steps 3] [--svg-dir .]
+//
+// One GPT on 8 ranks, five ways: pure ZeRO-3 over DP = 8, and TP2-PP2-DP2 (1F1B), TP2-DP4,
+// PP2-DP4, TP4-DP2 with ZeRO-1. Each is run and measured (MemoryStats, CommStats, the step's
+// clock) and predicted by the cost model calibrated on this machine (plan/calibrate.hpp,
+// plan/predict.hpp), side by side: memory per rank, bytes per step per axis, step time and
+// bubble. Then the same formulas for GPT-3 175B on 1024 A100s, 8 per node. One SVG bar chart of
+// memory per rank by kind per configuration, and one of all five, go to --svg-dir.
+#include <CLI/CLI.hpp>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <trident/io/bar_chart_svg.hpp>
+#include <trident/io/cli.hpp>
+#include <trident/plan/measured.hpp>
+#include <trident/plan/predict.hpp>
+#include <trident/trident.hpp>
+
+using namespace trident;
+using namespace trident::plan;
+
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+struct Result {
+  NamedRun run;
+  Prediction predicted;
+  MeasuredRun measured;
+};
+
+// The largest figure over the ranks of pipeline stage s.
+template <class F>
+double stage_max(const Result& r, int s, F&& f) {
+  double most = 0;
+  for (const RankFigures& k : r.measured.report.ranks)
+    if (int(k.pp) == s) most = std::max(most, f(k));
+  return most;
+}
+
+void print_memory(const std::vector<Result>& results) {
+  std::printf(
+      "\nmemory per rank, MiB: measured (MemoryStats) / predicted. Model states: ZeRO §5.1, "
+      "(2+2+K) Psi with Psi the stage's units padded to DP; activations: trident's buffers "
+      "(model/block.hpp) over the stage's schedule, peak\n");
+  std::printf("%-20s %5s %9s %9s %9s %21s %21s %9s\n", "run", "stage", "params", "grads",
+              "optimizer", "model states", "activations", "comm bufs");
+  for (const Result& r : results)
+    for (int s = 0; s < r.run.options.mesh.pp; ++s) {
+      const StagePrediction& p = r.predicted.stages[s];
+      auto m = [&](auto f) { return stage_max(r, s, f) / kMiB; };
+      const double states =
+          m([](const RankFigures& k) { return k.parameters + k.gradients + k.optimizer; });
+      std::printf("%-20s %5d %9.3f %9.3f %9.3f %10.3f / %-8.3f %10.3f / %-8.3f %9.3f\n",
+                  s == 0 ? r.run.name.c_str() : "", s,
+                  m([](const RankFigures& k) { return k.parameters; }),
+                  m([](const RankFigures& k) { return k.gradients; }),
+                  m([](const RankFigures& k) { return k.optimizer; }), states,
+                  p.states.total() / kMiB, m([](const RankFigures& k) { return k.activations; }),
+                  p.activations / kMiB, m([](const RankFigures& k) { return k.buffers; }));
+    }
+}
+
+void print_traffic(const std::vector<Result>& results) {
+  std::printf(
+      "\nbytes sent per step per rank, MiB: measured (CommStats) / predicted. TP: Megatron-LM §3, "
+      "4 all-reduces of b*s*h per layer per microbatch; PP: Narayanan et al. 2021 §4.1, b*s*h "
+      "per boundary each way; DP: ZeRO §7.2 (ZeRO-1: reduce-scatter + all-gather of Psi; "
+      "ZeRO-3: + Psi gathered before each forward and backward, per microbatch)\n");
+  std::printf("%-20s %5s %21s %21s %21s %21s\n", "run", "stage", "TP", "PP", "DP",
+              "tied embedding");
+  for (const Result& r : results)
+    for (int s = 0; s < r.run.options.mesh.pp; ++s) {
+      const AxisFigures& p = r.predicted.stages[s].bytes;
+      auto m = [&](double Traffic::*axis) {
+        return stage_max(r, s, [&](const RankFigures& k) { return k.traffic.*axis; }) / kMiB;
+      };
+      std::printf("%-20s %5d %10.3f / %-8.3f %10.3f / %-8.3f %10.3f / %-8.3f %10.3f / %-8.3f\n",
+                  s == 0 ? r.run.name.c_str() : "", s, m(&Traffic::tp), p.tp / kMiB,
+                  m(&Traffic::pp), p.pp / kMiB, m(&Traffic::dp), p.dp / kMiB, m(&Traffic::emb),
+                  p.emb / kMiB);
+    }
+}
+
+void print_time(const std::vector<Result>& results, int steps) {
+  std::printf(
+      "\nstep time, s: measured (mean of %d steps, slowest rank) / cost model (nothing "
+      "overlaps; calibrated on this machine, all ranks at once); bubble: measured (idle share of "
+      "the pipeline's ranks) / (p-1)/(m+p-1) (Huang et al. 2019)\n",
+      steps);
+  std::printf("%-20s %10s %10s %6s %8s %8s | predicted: %7s %6s %6s %6s %6s\n", "run", "measured",
+              "predicted", "ratio", "bubble", "formula", "compute", "TP", "PP", "DP", "after");
+  for (const Result& r : results) {
+    const StagePrediction* slow = &r.predicted.stages.front();
+    for (const StagePrediction& s : r.predicted.stages)
+      if (s.microbatch_s > slow->microbatch_s) slow = &s;
+    std::printf("%-20s %10.3f %10.3f %6.2f %8.3f %8.3f | %18.3f %6.3f %6.3f %6.3f %6.3f\n",
+                r.run.name.c_str(), r.measured.step_s, r.predicted.step_s,
+                r.predicted.step_s / r.measured.step_s, r.measured.report.bubble,
+                r.predicted.bubble_formula, slow->compute_s, slow->seconds.tp, slow->seconds.pp,
+                slow->seconds.dp, r.predicted.after_s);
+  }
+}
+
+// What the 8-rank numbers mean, from the numbers.
+void explain(const std::vector<Result>& results) {
+  auto most = [](const Result& r, auto f) {
+    double x = 0;
+    for (const StagePrediction& s : r.predicted.stages) x = std::max(x, f(s));
+    return x / kMiB;
+  };
+  auto states = [](const StagePrediction& s) { return s.states.total(); };
+  auto activations = [](const StagePrediction& s) { return s.activations; };
+  auto sent = [](const StagePrediction& s) { return s.bytes.total(); };
+  const Result &z3 = results.front(), &d3 = results[1];
+  const char* name = d3.run.name.c_str();
+  std::printf(
+      "\nZeRO-3 holds the least model state per rank (%.1f MiB, against %.1f for %s): ZeRO takes "
+      "away the copies of the model states that plain DP keeps, but not activations, %.1f MiB per "
+      "rank against %.1f, since each ZeRO-3 rank runs whole layers on its own sequences. It also "
+      "sends %.1f MiB per rank per step, %.1fx the %.1f of %s, all over DP, the axis that crosses "
+      "nodes on a cluster; on this one machine every byte moves through shared memory, so the step "
+      "times above differ by compute and waiting, and below is what the bytes cost across nodes.\n",
+      most(z3, states), most(d3, states), name, most(z3, activations), most(d3, activations),
+      most(z3, sent), most(z3, sent) / most(d3, sent), most(d3, sent), name);
+}
+
+// --- GPT-3 175B on 1024 A100s ---------------------------------------------------------------
+
+void print_gpt3() {
+  const ClusterSpec cluster;  // DGX A100: 8 GPUs per node, 300 GB/s NVLink, 25 GB/s InfiniBand
+  const Machine a100 = cluster_machine(cluster, "DGX A100 cluster");
+  const ModelSpec m = preset("gpt3-175b");
+  struct Shape {
+    const char* name;
+    MeshShape mesh;
+    int zero;
+  };
+  const Shape shapes[] = {{"ZeRO-3 DP1024", {1, 1, 1024}, 3},
+                          {"TP8-PP16-DP8 ZeRO-1", {8, 16, 8}, 1},
+                          {"TP16-PP8-DP8 ZeRO-1", {16, 8, 8}, 1},
+                          {"TP8-DP128 ZeRO-3", {8, 1, 128}, 3}};
+  const int batch = 2048;
+  std::printf(
+      "\nThe same formulas for %s (%.4g parameters) on %d A100s, %d per node (%.0f GB/s inside a "
+      "node, %.0f between), global batch %d, b = 1, full recomputation, 2+2+12 bytes per "
+      "parameter, 16-bit activations; GEMMs at %.0f%% of %.0f TFLOP/s. Bytes as CommStats counts "
+      "them (each call's buffer); seconds send them over a ring, 2(n-1)/n per all-reduce:\n",
+      m.name.c_str(), double(parameter_count(m)), cluster.gpus, cluster.gpus_per_node,
+      cluster.intra_node_bw / 1e9, cluster.inter_node_bw / 1e9, batch, 100 * cluster.efficiency,
+      cluster.peak_flops / 1e12);
+  std::printf("%-20s | %8s %8s | %9s %9s %9s | %7s %6s %6s %6s %6s %6s\n", "run", "states", "activ",
+              "TP", "PP", "DP", "compute", "bubble", "TP", "PP", "DP", "step");
+  std::printf("%-20s | %17s | %29s | %s\n", "", "GB per GPU",
+              "GB per GPU per step (*: across nodes)", "seconds per step");
+  std::printf("(each figure of the pipeline stage where it is largest)\n");
+  std::vector<Prediction> rows;
+  std::vector<StagePrediction> mosts;
+  for (const Shape& sh : shapes) {
+    TrainOptions o;
+    o.model = {m.vocab, m.seq, m.layers, m.hidden, m.heads};
+    o.mesh = sh.mesh;
+    o.zero.stage = sh.zero;
+    o.batch = batch;
+    o.microbatches = batch / sh.mesh.dp;  // b = 1
+    o.recompute = true;
+    rows.push_back(predict(o, Precision::mixed(), a100));
+    const CrossesNodes& x = rows.back().crosses;
+    StagePrediction most;  // each figure of the stage where it is largest
+    for (const StagePrediction& t : rows.back().stages) {
+      most.activations = std::max(most.activations, t.activations);
+      if (t.states.total() > most.states.total()) most.states = t.states;
+      most.compute_s = std::max(most.compute_s, t.compute_s);
+      for (auto axis : {&AxisFigures::tp, &AxisFigures::pp, &AxisFigures::dp}) {
+        most.bytes.*axis = std::max(most.bytes.*axis, t.bytes.*axis);
+        most.seconds.*axis = std::max(most.seconds.*axis, t.seconds.*axis);
+      }
+    }
+    mosts.push_back(most);
+    auto gb = [](double v, bool crosses) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.1f%s", v / 1e9, crosses ? "*" : " ");
+      return std::string(text);
+    };
+    std::printf("%-20s | %8.1f %8.1f | %9s %9s %9s | %7.1f %5.1f%% %6.1f %6.2f %6.1f %6.1f\n",
+                sh.name, most.states.total() / 1e9, most.activations / 1e9,
+                gb(most.bytes.tp, x.tp).c_str(), gb(most.bytes.pp, x.pp).c_str(),
+                gb(most.bytes.dp, x.dp).c_str(), most.compute_s, 100 * rows.back().bubble_formula,
+                most.seconds.tp, most.seconds.pp, most.seconds.dp, rows.back().step_s);
+  }
+  const StagePrediction& best = mosts[1];
+  const double tp_inside = best.seconds.tp;
+  const double tp_across = tp_inside * cluster.intra_node_bw / cluster.inter_node_bw;
+  std::printf(
+      "\nTP's all-reduces move %.0f GB per GPU per step: %.1f s over NVLink inside a node, %.0f s "
+      "if the same group crossed nodes (as TP16 does). PP sends only %.1f GB per GPU per step "
+      "across nodes (%.2f s); its price is the bubble, %.1f%%. Pure ZeRO-3 gathers and "
+      "reduce-scatters the whole model per microbatch over the network: %.0f GB per GPU per step, "
+      "%.0f s against %.0f s for TP8-PP16-DP8.\n",
+      best.bytes.tp / 1e9, tp_inside, tp_across, best.bytes.pp / 1e9, best.seconds.pp,
+      100 * rows[1].bubble_formula, mosts[0].bytes.dp / 1e9, rows[0].step_s, rows[1].step_s);
+}
+
+// One SVG per configuration: each rank's measured memory by kind, predicted total as a marker.
+io::BarChart memory_chart(const std::string& title, const std::vector<const RankFigures*>& ranks,
+                          const std::vector<std::string>& labels,
+                          const std::vector<double>& predicted) {
+  io::BarChart c;
+  c.title = title;
+  c.unit = "MiB";
+  c.labels = labels;
+  const char* names[] = {"parameters", "gradients", "optimizer states", "activations (peak)",
+                         "comm buffers (peak)"};
+  double RankFigures::*kinds[] = {&RankFigures::parameters, &RankFigures::gradients,
+                                  &RankFigures::optimizer, &RankFigures::activations,
+                                  &RankFigures::buffers};
+  for (int k = 0; k < 5; ++k) {
+    io::BarSeries s{names[k], io::kind_colour(k), {}};
+    for (const RankFigures* r : ranks) s.values.push_back(r->*kinds[k] / kMiB);
+    c.series.push_back(s);
+  }
+  for (const RankFigures* r : ranks)
+    c.sublabels.push_back(std::to_string(int(r->tp)) + "," + std::to_string(int(r->pp)) + "," +
+                          std::to_string(int(r->dp)));
+  for (double p : predicted) c.markers.push_back(p / kMiB);
+  c.marker_name = "predicted: model states + activations";
+  return c;
+}
+
+void write_charts(const std::vector<Result>& results, const std::string& dir) {
+  std::vector<const RankFigures*> most;
+  std::vector<std::string> names, where;
+  std::vector<double> most_predicted;
+  for (const Result& r : results) {
+    std::vector<const RankFigures*> ranks;
+    std::vector<std::string> labels;
+    std::vector<double> predicted;
+    const RankFigures* top = nullptr;
+    std::size_t top_rank = 0;
+    for (std::size_t k = 0; k < r.measured.report.ranks.size(); ++k) {
+      const RankFigures& f = r.measured.report.ranks[k];
+      const StagePrediction& p = r.predicted.stages[int(f.pp)];
+      ranks.push_back(&f);
+      labels.push_back("rank " + std::to_string(k));
+      predicted.push_back(p.states.total() + p.activations);
+      auto total = [](const RankFigures& x) {
+        return x.parameters + x.gradients + x.optimizer + x.activations + x.buffers;
+      };
+      if (!top || total(f) > total(*top)) top = &f, top_rank = k;
+    }
+    std::string slug;
+    for (char ch : r.run.name)
+      slug += std::isalnum(static_cast<unsigned char>(ch)) ? char(std::tolower(ch)) : '_';
+    const std::string path = dir + "/zero_vs_3d_" + slug + ".svg";
+    io::write_bar_chart_svg(
+        path, memory_chart(r.run.name + ": memory per rank (tp,pp,dp)", ranks, labels, predicted));
+    std::printf("wrote %s\n", path.c_str());
+    most.push_back(top);
+    names.push_back(r.run.name);
+    where.push_back("rank " + std::to_string(top_rank));
+    const StagePrediction& p = r.predicted.stages[int(top->pp)];
+    most_predicted.push_back(p.states.total() + p.activations);
+  }
+  const std::string path = dir + "/zero_vs_3d_all.svg";
+  io::BarChart all =
+      memory_chart("The most loaded rank of each configuration, MiB", most, names, most_predicted);
+  all.sublabels = where;
+  io::write_bar_chart_svg(path, all);
+  std::printf("wrote %s\n", path.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return run_main(argc, argv, [](int argc, char** argv) {
+    const Comm world = Comm::world();
+    GPTConfig model{4096, 128, 8, 256, 8, 1337};
+    int batch = 16, steps = 3;
+    std::string svg_dir = ".";
+    CLI::App app{"ZeRO-3 next to 3D parallelism on one model and 8 ranks: measured and predicted."};
+    app.add_option("--layers", model.layers, "decoder blocks")->capture_default_str();
+    app.add_option("--hidden", model.hidden, "hidden size C")->capture_default_str();
+    app.add_option("--heads", model.heads, "attention heads")->capture_default_str();
+    app.add_option("--vocab", model.vocab, "vocabulary")->capture_default_str();
+    app.add_option("--seq", model.seq, "sequence length")->capture_default_str();
+    app.add_option("--batch", batch, "sequences per step (global batch)")->capture_default_str();
+    app.add_option("--steps", steps, "measured steps per configuration (after one warm-up)")
+        ->capture_default_str();
+    app.add_option("--svg-dir", svg_dir, "folder for the memory bar charts")->capture_default_str();
+    parse_command_line(app, argc, argv, world);
+    require(world.size() == 8,
+            "zero_vs_3d compares five 8-rank configurations: run it with "
+            "mpiexec -n 8 (got " +
+                std::to_string(world.size()) + " ranks)");
+    require(steps >= 1, "--steps must be at least 1");
+    const int threads = configure_threads(world);
+    const Precision precision = trident_precision<float, float>();
+    if (world.rank() == 0)
+      std::printf(
+          "zero_vs_3d: GPT L=%d C=%d H=%d V=%d T=%d, %lld parameters; batch %d x %d "
+          "tokens; float, %g+%g+%g bytes per parameter; %d ranks x %d thread(s) on %d "
+          "cores\n",
+          model.layers, model.hidden, model.heads, model.vocab, model.seq, model.parameter_count(),
+          batch, model.seq, precision.param_bytes, precision.grad_bytes, precision.optimizer_bytes,
+          world.size(), threads, cores_available());
+    const std::vector<NamedRun> runs = comparison_runs(model, batch);
+    for (const NamedRun& run : runs) validate(run.options, world.size());  // before any run
+    const std::string probe = svg_dir + "/zero_vs_3d_all.svg";
+    agree(world, world.rank() != 0 || static_cast<bool>(std::ofstream(probe)),
+          "cannot write the bar charts into --svg-dir '" + svg_dir + "'");
+    const TokenSource data = TokenSource::synthetic(model.vocab);
+    std::vector<Result> results;
+    Calibration cal;
+    for (const NamedRun& run : runs) {
+      cal = calibrate_run(world, run.options, precision, &cal);
+      Result r{run, predict(run.options, precision, measured_machine(cal)),
+               measure_run<float, float>(world, run.options, data, steps)};
+      if (world.rank() == 0)
+        std::printf(
+            "  %-20s calibrated: sgemm %.1f GFLOP/s per rank, %.1f ms of compute between "
+            "calls; measured %.2f s per step\n",
+            run.name.c_str(), cal.gemm_flops / 1e9, cal.gap_s * 1e3, r.measured.step_s);
+      std::fflush(stdout);
+      results.push_back(std::move(r));
+    }
+    if (world.rank() != 0) return 0;
+    print_memory(results);
+    print_traffic(results);
+    print_time(results, steps);
+    explain(results);
+    print_gpt3();
+    write_charts(results, svg_dir);
+    return 0;
+  });
+}

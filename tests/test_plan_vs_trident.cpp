@@ -1,0 +1,168 @@
+// The cost model of trident's own runs (plan/trident_memory.hpp, plan/predict.hpp) against
+// trident itself: each rank's model-state bytes (MemoryStats, by kind) to the byte for many
+// meshes, ZeRO stages and precisions; the activation peak and the bytes per axis (CommStats)
+// of one step; and the arithmetic of calibrate.hpp's fits and of the cluster machine.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <trident/plan/predict.hpp>
+#include <trident/train/trainer.hpp>
+
+#include "mpi_test.hpp"
+
+using namespace trident;
+using namespace trident::plan;
+
+namespace {
+
+// A small model whose units are not multiples of DP (padding: a layer has C (12 C + 13)
+// elements, 2 x odd for C = 18) and whose vocabulary is not a multiple of TP (vocab padding);
+// TP = 4 and 8 need as many heads and hidden sizes they divide.
+TrainOptions options(MeshShape mesh, int zero, int microbatches = 1) {
+  TrainOptions o;
+  const int heads = std::max(2, mesh.tp);
+  o.model = {250, 12, 4, mesh.tp == 8 ? 24 : mesh.tp == 4 ? 20 : 18, heads, 3};
+  o.mesh = mesh;
+  o.zero.stage = zero;
+  o.microbatches = microbatches;
+  o.batch = 2 * mesh.dp * microbatches;
+  return o;
+}
+
+std::string describe(const TrainOptions& o) {
+  return "TP" + std::to_string(o.mesh.tp) + "-PP" + std::to_string(o.mesh.pp) + "-DP" +
+         std::to_string(o.mesh.dp) + " ZeRO-" + std::to_string(o.zero.stage) +
+         " m=" + std::to_string(o.microbatches) + " v=" + std::to_string(o.virtual_stages) + " " +
+         pp::to_string(o.schedule) + (o.recompute ? " recompute" : "") +
+         (o.zero.reduce == GradReduce::per_step ? " per-step" : "") +
+         (o.zero.keep_gathered ? " keep-gathered" : "");
+}
+
+// Builds the trainer and compares this rank's model states with the prediction for its stage.
+template <class T, class S>
+void check_model_states(const TrainOptions& o) {
+  auto comm = test::first_ranks(o.mesh.product(), test::current_test_name());
+  if (!comm) return;
+  const MemoryStats& mem = memory_stats();
+  const double p0 = mem.current(MemoryKind::parameters), g0 = mem.current(MemoryKind::gradients),
+               k0 = mem.current(MemoryKind::optimizer);
+  Trainer<T, S> t(*comm, o, TokenSource::synthetic(o.model.vocab));
+  const ModelStateBytes predicted =
+      stage_model_states(o, t.mesh().stage(), trident_precision<T, S>());
+  INFO(describe(o) << (std::is_same_v<T, S> ? " float" : " bf16") << ", rank " << comm->rank());
+  CHECK(mem.current(MemoryKind::parameters) - p0 == predicted.params);
+  CHECK(mem.current(MemoryKind::gradients) - g0 == predicted.grads);
+  CHECK(mem.current(MemoryKind::optimizer) - k0 == predicted.optimizer);
+}
+
+// One step: the activation peak and the bytes of each axis, against the prediction.
+void check_step(const TrainOptions& o) {
+  auto comm = test::first_ranks(o.mesh.product(), test::current_test_name());
+  if (!comm) return;
+  Trainer<float, float> t(*comm, o, TokenSource::synthetic(o.model.vocab));
+  const Precision p = trident_precision<float, float>();
+  Calibration unit;  // any machine: only bytes are compared
+  unit.gemm_flops = 1;
+  for (const auto& call : after_calls(o)) unit.calls[call] = LinearFit{1, 1};
+  for (const auto& call : loop_calls(o)) unit.loop_calls[call] = LinearFit{1, 1};
+  const StagePrediction st = predict(o, p, measured_machine(unit)).stages[t.mesh().stage()];
+  comm_stats().reset();
+  memory_stats().reset_peaks();
+  t.step();
+  INFO(describe(o) << ", rank " << comm->rank());
+  CHECK(double(memory_stats().peak(MemoryKind::activations)) == st.activations);
+  CHECK(double(comm_stats().of("tp").total().bytes) == st.bytes.tp);
+  CHECK(double(comm_stats().of("pp")[CommOp::send].bytes) == st.bytes.pp);
+  CHECK(double(comm_stats().of("dp").total().bytes) == st.bytes.dp);
+  CHECK(double(comm_stats().of("emb").total().bytes) == st.bytes.emb);
+}
+
+const MeshShape meshes8[] = {{1, 1, 8}, {2, 2, 2}, {2, 1, 4}, {1, 2, 4},
+                             {4, 1, 2}, {1, 4, 2}, {8, 1, 1}};
+const MeshShape meshes4[] = {{1, 1, 4}, {2, 1, 2}, {1, 2, 2}, {2, 2, 1}, {4, 1, 1}};
+
+}  // namespace
+
+TEST_CASE("model states: the cost model's bytes are MemoryStats' bytes on every rank") {
+  // every mesh at every ZeRO stage, float or bf16 storage in turn (each stage sees both)
+  auto check = [](const MeshShape& mesh, int zero, bool bf16_storage) {
+    const TrainOptions o = options(mesh, zero, mesh.pp > 1 ? 2 * mesh.pp : 1);
+    if (bf16_storage)
+      check_model_states<float, bf16>(o);
+    else
+      check_model_states<float, float>(o);
+  };
+  int k = 0;  // meshes so far
+  for (const MeshShape& mesh : meshes4)
+    for (int zero = 0; zero <= 3; ++zero) check(mesh, zero, (zero + k) % 2), k += zero == 3;
+  for (const MeshShape& mesh : meshes8)
+    for (int zero = 0; zero <= 3; ++zero) check(mesh, zero, (zero + k) % 2), k += zero == 3;
+  // the interleaved schedule: two chunks per rank, the head's copy of wte on the last stage
+  TrainOptions o = options({1, 2, 4}, 1, 4);
+  o.schedule = pp::ScheduleKind::interleaved;
+  o.virtual_stages = 2;
+  check_model_states<float, float>(o);
+  check_model_states<double, double>(o);
+}
+
+TEST_CASE("one step: activation peak and bytes per axis as predicted") {
+  check_step(options({1, 1, 4}, 3));
+  check_step(options({2, 2, 1}, 0, 4));
+  TrainOptions gpipe = options({1, 2, 2}, 2, 3);
+  gpipe.schedule = pp::ScheduleKind::gpipe;
+  check_step(gpipe);
+  check_step(options({1, 1, 8}, 3));
+  check_step(options({2, 2, 2}, 1, 4));
+  check_step(options({4, 1, 2}, 1));
+  TrainOptions rec = options({2, 2, 2}, 2, 4);
+  rec.recompute = true;
+  check_step(rec);
+  TrainOptions per_step = options({1, 2, 4}, 3, 4);
+  per_step.zero.reduce = GradReduce::per_step;
+  check_step(per_step);
+  TrainOptions kept = options({1, 2, 4}, 3, 2);
+  kept.zero.keep_gathered = true;
+  check_step(kept);
+  TrainOptions inter = options({1, 2, 4}, 1, 4);
+  inter.schedule = pp::ScheduleKind::interleaved;
+  inter.virtual_stages = 2;
+  check_step(inter);
+}
+
+TEST_CASE("fits and machines: least squares, one latency per batch, ring bytes over links") {
+  const LinearFit f =
+      fit_line({1e3, 1e6, 4e6}, {2e-3 + 1e3 / 5e8, 2e-3 + 1e6 / 5e8, 2e-3 + 4e6 / 5e8});
+  CHECK(f.latency == doctest::Approx(2e-3));
+  CHECK(f.bandwidth == doctest::Approx(5e8));
+  Calibration c;
+  c.calls[{CommOp::all_gather, 4}] = LinearFit{1e-3, 1e9};
+  const Machine here = measured_machine(c);
+  CHECK(here.seconds(CommOp::all_gather, 4, std::vector<double>{1e6, 2e6}, false) ==
+        doctest::Approx(1e-3 + 3e-3));
+  CHECK(here.seconds(CommOp::all_gather, 1, 1e6, false) == 0);  // a group of one moves nothing
+
+  // GPT-3 175B on DGX A100s (rank = tp + TP (dp + DP pp), 8 GPUs per node): TP8 stays inside
+  // a node, PP and DP cross; TP16 crosses; an all-reduce over the ring sends 2 (n-1)/n.
+  TrainOptions o;
+  const ModelSpec m = preset("gpt3-175b");
+  o.model = {m.vocab, m.seq, m.layers, m.hidden, m.heads};
+  o.mesh = {8, 16, 8};
+  o.zero.stage = 1;
+  o.batch = 64;
+  o.microbatches = 8;
+  o.recompute = true;
+  const ClusterSpec a100;
+  const Prediction p = predict(o, Precision::mixed(), cluster_machine(a100, "A100"));
+  CHECK_FALSE(p.crosses.tp);
+  CHECK(p.crosses.pp);
+  CHECK(p.crosses.dp);
+  CHECK(cluster_machine(a100, "").seconds(CommOp::all_reduce, 8, 1e9, false) ==
+        doctest::Approx(2.0 * 7 / 8 * 1e9 / a100.intra_node_bw));
+  // Psi of a middle stage: 6 layers of Megatron's shard (12 h^2 + 7 h)/8 + 6 h, padded to DP
+  const double layer = double(layer_shard_parameters(m, 8));
+  CHECK(stage_parameters(o, 5) == 6 * std::ceil(layer / 8) * 8);
+  CHECK(p.stages[5].states.total() == doctest::Approx((2 + 2 + 12.0 / 8) * stage_parameters(o, 5)));
+  o.mesh = {16, 8, 8};
+  CHECK(predict(o, Precision::mixed(), cluster_machine(a100, "A100")).crosses.tp);
+}
