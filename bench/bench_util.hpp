@@ -40,6 +40,25 @@ inline TrainOptions bench_options(MeshShape mesh = {1, 1, 1}, int microbatches =
   return o;
 }
 
+inline std::vector<float> random_vector(std::size_t n, float scale) {
+  std::vector<float> v(n);
+  VecMap<float>(v.data(), n) = Vector<float>::Random(n) * scale;
+  return v;
+}
+
+// A linear layer's operands, (N, in) -> (N, out), random, with room for the gradients.
+struct LinearData {
+  std::vector<float> x, w, b, y, dx, dw, db;
+  LinearData(int N, int in, int out)
+      : x(random_vector(std::size_t(N) * in, 1)),
+        w(random_vector(std::size_t(in) * out, 0.02f)),
+        b(random_vector(out, 0.02f)),
+        y(random_vector(std::size_t(N) * out, 1)),
+        dx(x.size()),
+        dw(w.size()),
+        db(b.size()) {}
+};
+
 inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t m = v.size() / 2;

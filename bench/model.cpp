@@ -18,12 +18,6 @@ using namespace bench;
 
 namespace {
 
-std::vector<float> random_vector(std::size_t n, float scale) {
-  std::vector<float> v(n);
-  VecMap<float>(v.data(), n) = Vector<float>::Random(n) * scale;
-  return v;
-}
-
 // One row: our layer (forward or backward) next to the plain GEMMs of the same shapes.
 void compare(const Comm& world, double seconds, const std::string& name, std::function<void()> ours,
              std::vector<Gemm> gemms) {
@@ -36,9 +30,8 @@ void compare(const Comm& world, double seconds, const std::string& name, std::fu
 }
 
 void linear_rows(const Comm& world, double seconds, const char* name, int N, int I, int O) {
-  auto x = random_vector(std::size_t(N) * I, 1), w = random_vector(std::size_t(I) * O, 0.02f);
-  auto b = random_vector(O, 0.02f), y = random_vector(std::size_t(N) * O, 1);
-  std::vector<float> dx(x.size()), dw(w.size()), db(b.size());
+  LinearData d(N, I, O);
+  auto &x = d.x, &w = d.w, &b = d.b, &y = d.y, &dx = d.dx, &dw = d.dw, &db = d.db;
   compare(
       world, seconds, std::string(name) + " fwd",
       [&] { nn::linear_forward(y.data(), x.data(), w.data(), b.data(), N, I, O); },

@@ -36,11 +36,7 @@ int main(int argc, char** argv) {
     GPTConfig model{4096, 128, 8, 256, 8, 1337};
     int batch = 16, steps = 3;
     CLI::App app{"Predicted (calibrated cost model) vs measured step time of zero_vs_3d's runs."};
-    app.add_option("--layers", model.layers, "decoder blocks")->capture_default_str();
-    app.add_option("--hidden", model.hidden, "hidden size C")->capture_default_str();
-    app.add_option("--heads", model.heads, "attention heads")->capture_default_str();
-    app.add_option("--vocab", model.vocab, "vocabulary")->capture_default_str();
-    app.add_option("--seq", model.seq, "sequence length")->capture_default_str();
+    add_model_options(app, model);
     app.add_option("--batch", batch, "sequences per step")->capture_default_str();
     app.add_option("--steps", steps, "measured steps per run")->capture_default_str();
     parse_command_line(app, argc, argv, world);

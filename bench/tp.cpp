@@ -20,12 +20,6 @@ using namespace bench;
 
 namespace {
 
-std::vector<float> random_vector(std::size_t n, float scale) {
-  std::vector<float> v(n);
-  VecMap<float>(v.data(), n) = Vector<float>::Random(n) * scale;
-  return v;
-}
-
 // The two groups a layer runs on: this rank alone, and TP=2.
 struct Groups {
   const Comm& world;
@@ -57,9 +51,9 @@ void compare(const Groups& g, const std::string& name,
 // A column-parallel layer (in -> out local features) and its rows.
 void column_rows(const Groups& g, const char* name, int N, int in, int out) {
   const ColumnParallelLinear<float> layer{in, out};
-  auto x = random_vector(std::size_t(N) * in, 1), w = random_vector(std::size_t(in) * out, 0.02f);
-  auto b = random_vector(out, 0.02f), dy = random_vector(std::size_t(N) * out, 1);
-  std::vector<float> y(dy.size()), dx(x.size()), dw(w.size()), db(b.size());
+  LinearData d(N, in, out);
+  std::vector<float> y(d.y.size());
+  auto &x = d.x, &w = d.w, &b = d.b, &dy = d.y, &dx = d.dx, &dw = d.dw, &db = d.db;
   compare(
       g, std::string(name) + " fwd",
       [&](const TensorParallel& tp) {
@@ -78,9 +72,9 @@ void column_rows(const Groups& g, const char* name, int N, int in, int out) {
 // A row-parallel layer (in local -> out features) and its rows.
 void row_rows(const Groups& g, const char* name, int N, int in, int out) {
   const RowParallelLinear<float> layer{in, out};
-  auto x = random_vector(std::size_t(N) * in, 1), w = random_vector(std::size_t(in) * out, 0.02f);
-  auto b = random_vector(out, 0.02f), dy = random_vector(std::size_t(N) * out, 1);
-  std::vector<float> y(dy.size()), dx(x.size()), dw(w.size()), db(b.size());
+  LinearData d(N, in, out);
+  std::vector<float> y(d.y.size());
+  auto &x = d.x, &w = d.w, &b = d.b, &dy = d.y, &dx = d.dx, &dw = d.dw, &db = d.db;
   compare(
       g, std::string(name) + " fwd",
       [&](const TensorParallel& tp) {

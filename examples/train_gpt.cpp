@@ -165,11 +165,7 @@ int main(int argc, char** argv) {
     CLI::App app{
         "Train a GPT-2-style decoder with tensor, pipeline and data parallelism plus ZeRO."};
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-    app.add_option("--layers", o.model.layers, "decoder blocks")->capture_default_str();
-    app.add_option("--hidden", o.model.hidden, "hidden size C")->capture_default_str();
-    app.add_option("--heads", o.model.heads, "attention heads")->capture_default_str();
-    app.add_option("--vocab", o.model.vocab, "vocabulary (256 for bytes)")->capture_default_str();
-    app.add_option("--seq", o.model.seq, "sequence length (= context)")->capture_default_str();
+    add_model_options(app, o.model);
     app.add_option("--batch", o.batch, "sequences per step (global batch)")->capture_default_str();
     app.add_option("--steps", f.steps, "optimizer steps")->capture_default_str();
     app.add_option("--lr", o.optimizer.lr, "peak learning rate")->capture_default_str();

@@ -282,11 +282,7 @@ int main(int argc, char** argv) {
     int batch = 16, steps = 3;
     std::string svg_dir = ".";
     CLI::App app{"ZeRO-3 next to 3D parallelism on one model and 8 ranks: measured and predicted."};
-    app.add_option("--layers", model.layers, "decoder blocks")->capture_default_str();
-    app.add_option("--hidden", model.hidden, "hidden size C")->capture_default_str();
-    app.add_option("--heads", model.heads, "attention heads")->capture_default_str();
-    app.add_option("--vocab", model.vocab, "vocabulary")->capture_default_str();
-    app.add_option("--seq", model.seq, "sequence length")->capture_default_str();
+    add_model_options(app, model);
     app.add_option("--batch", batch, "sequences per step (global batch)")->capture_default_str();
     app.add_option("--steps", steps, "measured steps per configuration (after one warm-up)")
         ->capture_default_str();

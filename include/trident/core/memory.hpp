@@ -6,10 +6,16 @@
 // activations are then read off real allocations, current and peak.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <new>
+#include <type_traits>
 #include <utility>
 
 namespace trident {
@@ -50,9 +56,83 @@ inline MemoryStats& memory_stats() {
   return stats;
 }
 
-// A counted, zero-initialised, contiguous array of T. Move-only; reset() frees it.
+namespace detail {
+
+// Freed Buffers' blocks, kept by size for the next Buffer of that size (a caching allocator,
+// like PyTorch's for CUDA): a training step allocates the same activations and buffers every
+// microbatch, and returning them to the system would make each step page-fault its memory in
+// again. MemoryStats counts live Buffers only (PyTorch's "allocated", not "reserved").
+class BlockCache {
+ public:
+  static constexpr std::size_t kAlign = 64;  // a cache line, an AVX-512 vector
+  static constexpr std::size_t kMaxCached = std::size_t(1) << 30;  // bytes kept at most
+
+  // Never destroyed, so that Buffers freed during static destruction still find it.
+  static BlockCache& instance() {
+    static BlockCache* cache = new BlockCache;
+    return *cache;
+  }
+  void* take(std::size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = free_.find(bytes);
+      if (it != free_.end()) {
+        void* p = it->second;
+        free_.erase(it);
+        cached_ -= bytes;
+        return p;
+      }
+    }
+    void* p = std::aligned_alloc(kAlign,
+                                 std::max<std::size_t>(1, (bytes + kAlign - 1) / kAlign) * kAlign);
+    if (!p) throw std::bad_alloc();
+    return p;
+  }
+  void give(void* p, std::size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (cached_ + bytes <= kMaxCached) {
+        free_.emplace(bytes, p);
+        cached_ += bytes;
+        return;
+      }
+    }
+    std::free(p);
+  }
+  // Returns every cached block to the system.
+  void release() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [bytes, p] : free_) std::free(p);
+    free_.clear();
+    cached_ = 0;
+  }
+  std::size_t cached_bytes() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return cached_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::multimap<std::size_t, void*> free_;
+  std::size_t cached_ = 0;
+};
+
+}  // namespace detail
+
+// Bytes held by freed Buffers for reuse, and returning them to the system.
+inline std::size_t cached_buffer_bytes() {
+  return detail::BlockCache::instance().cached_bytes();
+}
+inline void release_cached_buffers() {
+  detail::BlockCache::instance().release();
+}
+
+// A counted, zero-initialised, 64-byte aligned, contiguous array of T. Move-only; reset()
+// frees it (into detail::BlockCache).
 template <class T>
 class Buffer {
+  static_assert(std::is_trivially_copyable_v<T>, "Buffer holds plain numbers");
+
  public:
   Buffer() = default;
   Buffer(MemoryKind kind, std::size_t size) { allocate(kind, size); }
@@ -60,7 +140,7 @@ class Buffer {
   Buffer& operator=(Buffer&& o) noexcept {
     if (this != &o) {
       reset();
-      data_ = std::move(o.data_);
+      data_ = std::exchange(o.data_, nullptr);
       size_ = std::exchange(o.size_, 0);
       kind_ = o.kind_;
     }
@@ -72,20 +152,22 @@ class Buffer {
 
   void allocate(MemoryKind kind, std::size_t size) {
     reset();
+    data_ = static_cast<T*>(detail::BlockCache::instance().take(size * sizeof(T)));
+    std::memset(static_cast<void*>(data_), 0, size * sizeof(T));
     kind_ = kind;
     size_ = size;
-    data_.reset(new T[size]());
     memory_stats().allocate(kind_, bytes());
   }
   void reset() {
     if (!data_) return;
     memory_stats().release(kind_, bytes());
-    data_.reset();
+    detail::BlockCache::instance().give(data_, bytes());
+    data_ = nullptr;
     size_ = 0;
   }
 
-  T* data() { return data_.get(); }
-  const T* data() const { return data_.get(); }
+  T* data() { return data_; }
+  const T* data() const { return data_; }
   std::size_t size() const { return size_; }
   std::size_t bytes() const { return size_ * sizeof(T); }
   bool allocated() const { return data_ != nullptr; }
@@ -96,7 +178,7 @@ class Buffer {
   }
 
  private:
-  std::unique_ptr<T[]> data_;
+  T* data_ = nullptr;
   std::size_t size_ = 0;
   MemoryKind kind_ = MemoryKind::buffers;
 };

@@ -3,12 +3,29 @@
 // 2020, §B). Element-wise math only: which elements a rank updates is zero/'s business.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <type_traits>
 
 #include "../core/bf16.hpp"
+#include "../detail/eigen.hpp"
 
 namespace trident {
+
+// Sum of squares of n gradients in double (for the global norm), vectorised: floats and
+// doubles through Eigen, bf16 converted element by element.
+template <class G>
+double square_sum(const G* x, std::size_t n) {
+  if constexpr (std::is_same_v<G, bf16>) {
+    double sum = 0;
+    for (std::size_t k = 0; k < n; ++k) sum += double(to_float(x[k])) * to_float(x[k]);
+    return sum;
+  } else {
+    using V = Eigen::Matrix<G, Eigen::Dynamic, 1>;
+    return Eigen::Map<const V>(x, Eigen::Index(n)).template cast<double>().squaredNorm();
+  }
+}
 
 struct AdamW {
   double lr = 6e-4;  // peak learning rate
@@ -36,22 +53,32 @@ struct AdamW {
   // One update of n elements at step t (1-based), PyTorch's formulation: decoupled weight
   // decay p <- p (1 - lr wd), then p <- p - lr m_hat / (sqrt(v_hat) + eps). The gradient is
   // first multiplied by grad_scale (the clipping factor).
-  // P: master parameters; G: gradients (float, double or bf16); M: moments.
+  // P: master parameters; G: gradients (float, double or bf16); M: moments, and the type the
+  // arithmetic is done in. Blocks of kBlock elements as Eigen arrays, so that sqrt and the
+  // division vectorise; the gradient is converted into M on the way.
   template <class P, class G, class M>
   void update(P* param, const G* grad, M* m, M* v, std::size_t n, int t, double lr, bool decay,
               double grad_scale) const {
-    const double bc1 = 1.0 - std::pow(beta1, t), bc2 = 1.0 - std::pow(beta2, t);
-    const double step_size = lr / bc1, sqrt_bc2 = std::sqrt(bc2);
-    const double shrink = decay ? 1.0 - lr * weight_decay : 1.0;
+    constexpr int kBlock = 2048;
+    using A = Eigen::Array<M, Eigen::Dynamic, 1, Eigen::ColMajor, kBlock, 1>;  // on the stack
+    using Map = Eigen::Map<Eigen::Array<M, Eigen::Dynamic, 1>>;
+    const M b1 = M(beta1), b2 = M(beta2), scale = M(grad_scale), e = M(eps);
+    const M step_size = M(lr / (1.0 - std::pow(beta1, t)));
+    const M inv_sqrt_bc2 = M(1.0 / std::sqrt(1.0 - std::pow(beta2, t)));
+    const M shrink = M(decay ? 1.0 - lr * weight_decay : 1.0);
+    const std::ptrdiff_t blocks = (static_cast<std::ptrdiff_t>(n) + kBlock - 1) / kBlock;
 #pragma omp parallel for schedule(static)
-    for (std::ptrdiff_t i = 0; i < static_cast<std::ptrdiff_t>(n); ++i) {
-      const double g = static_cast<double>(to_float(grad[i])) * grad_scale;
-      const double mi = beta1 * m[i] + (1 - beta1) * g;
-      const double vi = beta2 * v[i] + (1 - beta2) * g * g;
-      m[i] = static_cast<M>(mi);
-      v[i] = static_cast<M>(vi);
-      param[i] = static_cast<P>(static_cast<double>(param[i]) * shrink -
-                                step_size * mi / (std::sqrt(vi) / sqrt_bc2 + eps));
+    for (std::ptrdiff_t blk = 0; blk < blocks; ++blk) {
+      const std::ptrdiff_t i0 = blk * kBlock;
+      const std::ptrdiff_t len = std::min<std::ptrdiff_t>(kBlock, std::ptrdiff_t(n) - i0);
+      A g(len), p(len);
+      for (std::ptrdiff_t k = 0; k < len; ++k)
+        g[k] = M(to_float(grad[i0 + k])) * scale, p[k] = M(to_float(param[i0 + k]));
+      Map mi(m + i0, len), vi(v + i0, len);
+      mi = b1 * mi + (M(1) - b1) * g;
+      vi = b2 * vi + (M(1) - b2) * g.square();
+      p = p * shrink - step_size * mi / (vi.sqrt() * inv_sqrt_bc2 + e);
+      for (std::ptrdiff_t k = 0; k < len; ++k) param[i0 + k] = convert_to<P>(p[k]);
     }
   }
 };

@@ -62,7 +62,7 @@ struct Calibration {
   double gemm_flops = 0;  // sgemm FLOP/s of one rank at the model's shapes
   // seconds of one microbatch in a layer's kernels besides its linear layers, and in the loss
   double layer_kernels_s = 0, head_kernels_s = 0;
-  double fill_bytes = 0;  // bytes/s of filling zeroed Buffers as a stash fills (page faults too)
+  double fill_bytes = 0;  // bytes/s of zero-filling Buffers as a stash fills
   double adamw_rate = 0;  // AdamW element updates per second
   // (operation, group size) -> its cost; CommOp::send is one point-to-point message. `calls`
   // were measured after a short compute (a few ms), `loop_calls` after the run's own compute
@@ -186,7 +186,7 @@ inline std::pair<double, double> measure_kernel_seconds(const Comm& world, const
 
 // Bytes/s of filling Buffers the way a microbatch's stash is filled: `held` zero-filled
 // Buffers of `bytes` each allocated one after the other, then all freed, every rank at once.
-// Large allocations go back to the system when freed, so this includes page faults.
+// Freed blocks are kept for reuse (core/memory.hpp), as between the microbatches of a step.
 inline double measure_fill_bandwidth(const Comm& world, std::size_t bytes, int held) {
   const int reps = std::max(1, static_cast<int>(256e6 / (double(bytes) * held)));  // ~256 MB
   const double seconds = detail::time_together(world, 3, [&] {

@@ -31,11 +31,7 @@ double shard_square_sum(UnitStore<T, S>& store, Counted&& counted) {
     const std::size_t base = store.policy().stage == 0 ? 0 : begin;  // g's first unit index
     for_each_param_in(store.layout(u), begin, begin + store.shard(u),
                       [&](const LocalParam& p, std::size_t a, std::size_t b) {
-                        if (!counted(u, p)) return;
-                        for (std::size_t k = a; k < b; ++k) {
-                          const double x = to_float(g[k - base]);
-                          sum += x * x;
-                        }
+                        if (counted(u, p)) sum += square_sum(g.data() + (a - base), b - a);
                       });
   }
   return sum;
