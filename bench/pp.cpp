@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
 
-    // Throughput on the bench model (global batch 8), m = 8.
+    // Throughput on the bench model (global batch 8), m = 8; for p = 2 also with V = 256.
     TrainOptions even = bench_options({1, p, 1}, 8);
     even.schedule = pp::parse_schedule(schedule);
     Trainer<float> t_even(world, even, TokenSource::synthetic(even.model.vocab));
@@ -124,6 +124,12 @@ int main(int argc, char** argv) {
       Trainer<float> t_balanced(world, balanced, TokenSource::synthetic(even.model.vocab));
       training_table(world, train_seconds, bench_options(),
                      {{"PP=2, m=8, layers 2+2", &t_even}, {"PP=2, m=8, layers 3+1", &t_balanced}});
+      // The byte vocabulary: the LM head is cheap, so 2 + 2 layers are equal stages.
+      TrainOptions bytes = even, single = bench_options();
+      bytes.model.vocab = single.model.vocab = 256;
+      Trainer<float> t_bytes(world, bytes, TokenSource::synthetic(bytes.model.vocab));
+      if (world.rank() == 0) std::printf("\n# the same with V=256 (equal stages)\n");
+      training_table(world, train_seconds, single, {{"PP=2, m=8, V=256, 2+2", &t_bytes}});
     } else {
       training_table(world, train_seconds, bench_options(),
                      {{"PP=4, m=8, layers 1+1+1+1", &t_even}});

@@ -97,7 +97,7 @@ int train(const Comm& world, Flags& f, TokenSource data) {
   for (int r = 0; r < world.size(); ++r) names.push_back("rank " + std::to_string(r));
   if (!f.trace.empty()) pp::write_chrome_trace(f.trace, timeline, names);
   if (!f.svg.empty())
-    pp::write_timeline_svg(f.svg, timeline, "train_gpt, last step, " + mesh.to_string());
+    pp::write_timeline_svg(f.svg, timeline, "train_gpt, last step, " + mesh.to_string(), "rank");
   if (!f.json.empty()) {
     nlohmann::json j;
     j["config"] = {{"vocab", o.model.vocab},

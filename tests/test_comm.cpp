@@ -1,6 +1,8 @@
 // Comm: typed collectives against values computed by hand, CommStats against the documented
 // convention, MPI errors as exceptions, and agree().
+#include <chrono>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include <trident/core/comm.hpp>
@@ -25,6 +27,23 @@ TEST_CASE("all_reduce sums in place, in double, float and int, under both wait p
     CHECK(comm.all_reduce_value(comm.rank() + 3, ReduceOp::min) == 3);
   }
   wait_policy() = WaitPolicy::test_yield;
+}
+
+TEST_CASE("test_yield completes a late partner's message after it stops yielding and naps") {
+  TRIDENT_RANKS(2, comm);
+  const WaitTuning saved = wait_tuning();
+  wait_tuning().yield_seconds = 0;  // point-to-point waits nap from the first test on
+  std::vector<double> v(1000, comm.rank() == 0 ? 2.5 : 0.0);
+  if (comm.rank() == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    comm.send(Span<const double>(v), 1, 7);
+  } else if (comm.rank() == 1) {
+    comm.recv(Span<double>(v), 0, 7);
+    CHECK(v.front() == 2.5);
+    CHECK(v.back() == 2.5);
+  }
+  comm.barrier();
+  wait_tuning() = saved;
 }
 
 TEST_CASE("reduce_scatter, all_gather and all_gather_in_place agree with their definitions") {

@@ -288,6 +288,9 @@ TEST_CASE("timeline_svg: one numbered box per compute, chunk hatching, escaped t
   CHECK(svg.find("p=2 &amp; m=4 &lt;interleaved&gt;") != std::string::npos);
   CHECK(svg.find("<title>stage 1 backward microbatch 3 chunk 0") != std::string::npos);
   CHECK(svg.find(">stage 1</text>") != std::string::npos);
+  const std::string ranks = timeline_svg(sim.timeline, "t", "rank");  // a run's rows are ranks
+  CHECK(ranks.find(">rank 1</text>") != std::string::npos);
+  CHECK(ranks.find(">stage 1</text>") == std::string::npos);
   CHECK(svg.find(">time</text>") != std::string::npos);
   CHECK(count(svg, "<g") == count(svg, "</g>"));
   CHECK_THROWS_WITH_AS(write_timeline_svg("/nonexistent-dir/t.svg", sim.timeline, "t"),

@@ -78,10 +78,10 @@ inline double tick_step(double span) {
 }
 
 // One compute box: filled, hatched for chunk > 0, numbered when wide enough.
-inline void draw_box(std::ostringstream& svg, const Span& s, double x, double y, double w,
-                     double h) {
+inline void draw_box(std::ostringstream& svg, const Span& s, const std::string& row_label, double x,
+                     double y, double w, double h) {
   const bool forward = s.kind == SpanKind::forward;
-  svg << "<g class=\"" << to_string(s.kind) << "\"><title>stage " << s.rank << ' '
+  svg << "<g class=\"" << to_string(s.kind) << "\"><title>" << row_label << ' ' << s.rank << ' '
       << to_string(s.kind) << " microbatch " << s.microbatch << " chunk " << s.chunk << " ["
       << number(s.begin) << ", " << number(s.end) << ")</title>";
   svg << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << w << "\" height=\"" << h
@@ -101,7 +101,9 @@ inline void draw_box(std::ostringstream& svg, const Span& s, double x, double y,
 
 }  // namespace detail
 
-inline std::string timeline_svg(const Timeline& timeline, const std::string& title) {
+// Rows are named `row_label` r: "stage" for a simulated pipeline, "rank" for a run's ranks.
+inline std::string timeline_svg(const Timeline& timeline, const std::string& title,
+                                const std::string& row_label = "stage") {
   const double left = 76, right = 24, top = 44, row = 28, gap = 6;
   int chunks = 1, microbatches = 0;
   double shortest = 0;  // the shortest compute span, to be drawn at least ~20 px wide
@@ -140,7 +142,7 @@ inline std::string timeline_svg(const Timeline& timeline, const std::string& tit
   for (int r = 0; r < timeline.ranks; ++r) {  // rows, with the bubble as their pale background
     const double y = top + r * (row + gap);
     svg << "<text x=\"" << left - 8 << "\" y=\"" << y + row / 2 + 4
-        << "\" font-size=\"12\" text-anchor=\"end\">stage " << r << "</text>\n"
+        << "\" font-size=\"12\" text-anchor=\"end\">" << row_label << ' ' << r << "</text>\n"
         << "<rect x=\"" << left << "\" y=\"" << y << "\" width=\"" << plot << "\" height=\"" << row
         << "\" fill=\"#f2f2f2\"/>\n";
   }
@@ -148,7 +150,7 @@ inline std::string timeline_svg(const Timeline& timeline, const std::string& tit
     const double x = left + (s.begin - t0) * scale, w = (s.end - s.begin) * scale;
     const double y = top + s.rank * (row + gap);
     if (s.kind == SpanKind::forward || s.kind == SpanKind::backward)
-      detail::draw_box(svg, s, x, y, w, row);
+      detail::draw_box(svg, s, row_label, x, y, w, row);
     else if (s.kind == SpanKind::send || s.kind == SpanKind::recv)
       svg << "<rect class=\"" << to_string(s.kind) << "\" x=\"" << x << "\" y=\"" << y + row - 4
           << "\" width=\"" << w << "\" height=\"4\" fill=\""
@@ -202,9 +204,9 @@ inline std::string timeline_svg(const Timeline& timeline, const std::string& tit
 
 // Writes timeline_svg(timeline, title) to `path`; trident::Error naming the file if it cannot.
 inline void write_timeline_svg(const std::string& path, const Timeline& timeline,
-                               const std::string& title) {
+                               const std::string& title, const std::string& row_label = "stage") {
   std::ofstream out(path);
-  if (out) out << timeline_svg(timeline, title);
+  if (out) out << timeline_svg(timeline, title, row_label);
   require(static_cast<bool>(out), "cannot write the timeline SVG '" + path + "'");
 }
 
