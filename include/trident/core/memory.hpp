@@ -127,15 +127,19 @@ inline void release_cached_buffers() {
   detail::BlockCache::instance().release();
 }
 
-// A counted, zero-initialised, 64-byte aligned, contiguous array of T. Move-only; reset()
-// frees it (into detail::BlockCache).
+// How a new Buffer starts: zeroed, or as it comes (for one that is overwritten at once, e.g.
+// the output of an all-gather).
+enum class Fill { zero, none };
+
+// A counted, zero-initialised (unless Fill::none), 64-byte aligned, contiguous array of T.
+// Move-only; reset() frees it (into detail::BlockCache).
 template <class T>
 class Buffer {
   static_assert(std::is_trivially_copyable_v<T>, "Buffer holds plain numbers");
 
  public:
   Buffer() = default;
-  Buffer(MemoryKind kind, std::size_t size) { allocate(kind, size); }
+  Buffer(MemoryKind kind, std::size_t size, Fill fill = Fill::zero) { allocate(kind, size, fill); }
   Buffer(Buffer&& o) noexcept { *this = std::move(o); }
   Buffer& operator=(Buffer&& o) noexcept {
     if (this != &o) {
@@ -150,10 +154,10 @@ class Buffer {
   Buffer& operator=(const Buffer&) = delete;
   ~Buffer() { reset(); }
 
-  void allocate(MemoryKind kind, std::size_t size) {
+  void allocate(MemoryKind kind, std::size_t size, Fill fill = Fill::zero) {
     reset();
     data_ = static_cast<T*>(detail::BlockCache::instance().take(size * sizeof(T)));
-    std::memset(static_cast<void*>(data_), 0, size * sizeof(T));
+    if (fill == Fill::zero) std::memset(static_cast<void*>(data_), 0, size * sizeof(T));
     kind_ = kind;
     size_ = size;
     memory_stats().allocate(kind_, bytes());

@@ -216,7 +216,7 @@ inline double measure_adamw_rate(const Comm& world, std::size_t elements) {
 // scheduler had not run yet, and what a new buffer costs MPI. Fitted over the sizes.
 template <class Work, class Call>
 LinearFit measure_after_work(const Comm& world, const std::vector<std::size_t>& sizes, Work&& work,
-                             Call&& call, int cycles = 6, int reps = 4) {
+                             Call&& call, int cycles = 6, int reps = 7) {
   const double alone = detail::time_together(world, reps, [&] {
     for (int c = 0; c < cycles; ++c) work();
   });

@@ -47,7 +47,7 @@ class Executor {
     for (const Action& a : actions_)  // post every receive now
       if (is_recv(a.op)) {
         Message& msg = inbox[key(a.op, a.microbatch, a.chunk)];
-        msg.data.allocate(MemoryKind::buffers, size_);
+        msg.data.allocate(MemoryKind::buffers, size_, Fill::none);  // the receive writes all
         msg.request = pp_.irecv(trident::Span<T>(msg.data.data(), size_), a.peer,
                                 tag(a.op, a.microbatch, a.chunk));
       }

@@ -91,7 +91,7 @@ class UnitStore {
   void prefetch(int i) {
     Unit& u = units_[i];
     if (!policy_.shards_parameters() || u.view.allocated() || u.gathering.allocated()) return;
-    u.gathering.allocate(MemoryKind::buffers, u.padded);
+    u.gathering.allocate(MemoryKind::buffers, u.padded, Fill::none);  // the all-gather writes all
     u.gather = dp_->iall_gather(Span<const S>(u.params.data(), u.shard), Span<S>(u.gathering));
   }
 
@@ -110,7 +110,7 @@ class UnitStore {
       }
     }
     const S* full = policy_.shards_parameters() ? u.gathering.data() : u.params.data();
-    u.view.allocate(MemoryKind::buffers, u.padded);
+    u.view.allocate(MemoryKind::buffers, u.padded, Fill::none);
     for (std::size_t k = 0; k < u.padded; ++k) u.view[k] = convert_to<T>(full[k]);
     u.gathering.reset();
     return u.view.data();
