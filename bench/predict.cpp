@@ -33,8 +33,8 @@ void print_fits(const char* what, const Calibration::Calls& calls) {
 int main(int argc, char** argv) {
   return run_main(argc, argv, [](int argc, char** argv) {
     const Comm world = Comm::world();
-    GPTConfig model{4096, 128, 8, 256, 8, 1337};
-    int batch = 16, steps = 3;
+    GPTConfig model = plan::comparison_model();
+    int batch = plan::kComparisonBatch, steps = 3;
     CLI::App app{"Predicted (calibrated cost model) vs measured step time of zero_vs_3d's runs."};
     add_model_options(app, model);
     app.add_option("--batch", batch, "sequences per step")->capture_default_str();

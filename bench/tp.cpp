@@ -48,44 +48,33 @@ void compare(const Groups& g, const std::string& name,
   std::fflush(stdout);
 }
 
-// A column-parallel layer (in -> out local features) and its rows.
-void column_rows(const Groups& g, const char* name, int N, int in, int out) {
-  const ColumnParallelLinear<float> layer{in, out};
+// A column-parallel (in -> out local features) or row-parallel (in local -> out features)
+// layer and its rows.
+template <class Layer>
+void linear_rows(const Groups& g, const char* name, int N, int in, int out) {
+  constexpr bool column = std::is_same_v<Layer, ColumnParallelLinear<float>>;
+  const Layer layer{in, out};
   LinearData d(N, in, out);
   std::vector<float> y(d.y.size());
   auto &x = d.x, &w = d.w, &b = d.b, &dy = d.y, &dx = d.dx, &dw = d.dw, &db = d.db;
   compare(
       g, std::string(name) + " fwd",
       [&](const TensorParallel& tp) {
-        layer.forward(tp, y.data(), x.data(), nullptr, w.data(), b.data(), N);
+        if constexpr (column)
+          layer.forward(tp, y.data(), x.data(), nullptr, w.data(), b.data(), N);
+        else
+          layer.forward(tp, y.data(), y.data(), x.data(), w.data(), b.data(), N);
       },
       linear_forward_gemms(name, N, in, out));
   compare(
       g, std::string(name) + " bwd",
       [&](const TensorParallel& tp) {
-        layer.backward(tp, dx.data(), dx.data(), dw.data(), db.data(), dy.data(), x.data(),
-                       w.data(), N);
-      },
-      linear_backward_gemms(name, N, in, out));
-}
-
-// A row-parallel layer (in local -> out features) and its rows.
-void row_rows(const Groups& g, const char* name, int N, int in, int out) {
-  const RowParallelLinear<float> layer{in, out};
-  LinearData d(N, in, out);
-  std::vector<float> y(d.y.size());
-  auto &x = d.x, &w = d.w, &b = d.b, &dy = d.y, &dx = d.dx, &dw = d.dw, &db = d.db;
-  compare(
-      g, std::string(name) + " fwd",
-      [&](const TensorParallel& tp) {
-        layer.forward(tp, y.data(), y.data(), x.data(), w.data(), b.data(), N);
-      },
-      linear_forward_gemms(name, N, in, out));
-  compare(
-      g, std::string(name) + " bwd",
-      [&](const TensorParallel& tp) {
-        layer.backward(tp, dx.data(), dw.data(), db.data(), dy.data(), nullptr, x.data(), w.data(),
-                       N);
+        if constexpr (column)
+          layer.backward(tp, dx.data(), dx.data(), dw.data(), db.data(), dy.data(), x.data(),
+                         w.data(), N);
+        else
+          layer.backward(tp, dx.data(), dw.data(), db.data(), dy.data(), nullptr, x.data(),
+                         w.data(), N);
       },
       linear_backward_gemms(name, N, in, out));
 }
@@ -120,10 +109,10 @@ int main(int argc, char** argv) {
       std::printf("%-18s %9s %9s %9s %9s %9s %9s %9s\n", "layer, TP=2 shapes", "local_ms",
                   "GFLOP/s", "eigen_ms", "GFLOP/s", "eigen/loc", "TP=2_ms", "TP=2/loc");
     }
-    column_rows(g, "QKV (column)", N, C, 3 * C / t);
-    row_rows(g, "proj (row)", N, C / t, C);
-    column_rows(g, "FC (column)", N, C, 4 * C / t);
-    row_rows(g, "MLP proj (row)", N, 4 * C / t, C);
+    linear_rows<ColumnParallelLinear<float>>(g, "QKV (column)", N, C, 3 * C / t);
+    linear_rows<RowParallelLinear<float>>(g, "proj (row)", N, C / t, C);
+    linear_rows<ColumnParallelLinear<float>>(g, "FC (column)", N, C, 4 * C / t);
+    linear_rows<RowParallelLinear<float>>(g, "MLP proj (row)", N, 4 * C / t, C);
     const double check = machine_check(world, seconds);
     if (world.rank() == 0)
       std::printf(

@@ -278,8 +278,8 @@ void write_charts(const std::vector<Result>& results, const std::string& dir) {
 int main(int argc, char** argv) {
   return run_main(argc, argv, [](int argc, char** argv) {
     const Comm world = Comm::world();
-    GPTConfig model{4096, 128, 8, 256, 8, 1337};
-    int batch = 16, steps = 3;
+    GPTConfig model = plan::comparison_model();
+    int batch = plan::kComparisonBatch, steps = 3;
     std::string svg_dir = ".";
     CLI::App app{"ZeRO-3 next to 3D parallelism on one model and 8 ranks: measured and predicted."};
     add_model_options(app, model);

@@ -90,6 +90,13 @@ struct NamedRun {
   TrainOptions options;
 };
 
+// The model and global batch the comparison below uses by default (L=8, C=256, H=8, V=4096,
+// T=128; 16 sequences).
+inline GPTConfig comparison_model() {
+  return {4096, 128, 8, 256, 8, 1337};
+}
+inline constexpr int kComparisonBatch = 16;
+
 // The comparison of examples/zero_vs_3d on 8 ranks, one model: pure ZeRO-3 over DP = 8, and
 // 3D meshes with ZeRO-1 (1F1B, m = 2 PP microbatches when PP > 1, else 1).
 inline std::vector<NamedRun> comparison_runs(const GPTConfig& model, int batch) {
