@@ -102,23 +102,37 @@ double time_together(const Comm& world, int reps, F&& f) {
 }  // namespace detail
 
 // sgemm FLOP/s of one rank while every rank runs the three products of a linear layer at
-// (rows, inner) x (inner, cols): forward, the input's gradient and the weight's gradient.
-inline double measure_gemm_flops(const Comm& world, int rows, int inner, int cols) {
-  std::vector<float> x(std::size_t(rows) * inner, 0.5f), w(std::size_t(inner) * cols, 0.25f);
-  std::vector<float> y(std::size_t(rows) * cols, 0.f), dx(x.size()), dw(w.size());
-  const double flops = 3 * 2.0 * rows * inner * cols;             // the three products
-  const int reps = std::max(1, static_cast<int>(1.5e9 / flops));  // ~1.5 GFLOP per rank
+// (rows, inner) x (inner, cols): forward, the input's gradient and the weight's gradient. The
+// products cycle over copies of their operands that fill `working_set` bytes, as a step sweeps
+// its weights and activations: measured with 8 ranks on 2 cores, a 4 MB working set per rank
+// multiplies at 43 GFLOP/s per rank, 60-120 MB at 37.6 (the caches no longer hold it).
+inline double measure_gemm_flops(const Comm& world, int rows, int inner, int cols,
+                                 double working_set = 0) {
+  struct Operands {
+    std::vector<float> x, w, y, dx, dw;
+  };
+  const double copy_bytes = 4.0 * (2.0 * rows * inner + 2.0 * inner * cols + double(rows) * cols);
+  const int copies = std::clamp(static_cast<int>(std::ceil(working_set / copy_bytes)), 1, 64);
+  std::vector<Operands> ops(copies);
+  for (Operands& o : ops) {
+    o.x.assign(std::size_t(rows) * inner, 0.5f), o.w.assign(std::size_t(inner) * cols, 0.25f);
+    o.y.assign(std::size_t(rows) * cols, 0.f), o.dx.assign(o.x.size(), 0.f);
+    o.dw.assign(o.w.size(), 0.f);
+  }
+  const double flops = 3 * 2.0 * rows * inner * cols;                  // the three products
+  const int reps = std::max(copies, static_cast<int>(1.5e9 / flops));  // ~1.5 GFLOP per rank
   const double seconds = detail::time_together(world, 3, [&] {
     for (int r = 0; r < reps; ++r) {
-      backend::gemm<float>(backend::view(y.data(), rows, cols),
-                           backend::cview(x.data(), rows, inner),
-                           backend::cview(w.data(), inner, cols), false, false, 0.f);
-      backend::gemm<float>(backend::view(dx.data(), rows, inner),
-                           backend::cview(y.data(), rows, cols),
-                           backend::cview(w.data(), inner, cols), false, true, 0.f);
-      backend::gemm<float>(backend::view(dw.data(), inner, cols),
-                           backend::cview(x.data(), rows, inner),
-                           backend::cview(y.data(), rows, cols), true, false, 1.f);
+      Operands& o = ops[r % copies];
+      backend::gemm<float>(backend::view(o.y.data(), rows, cols),
+                           backend::cview(o.x.data(), rows, inner),
+                           backend::cview(o.w.data(), inner, cols), false, false, 0.f);
+      backend::gemm<float>(backend::view(o.dx.data(), rows, inner),
+                           backend::cview(o.y.data(), rows, cols),
+                           backend::cview(o.w.data(), inner, cols), false, true, 0.f);
+      backend::gemm<float>(backend::view(o.dw.data(), inner, cols),
+                           backend::cview(o.x.data(), rows, inner),
+                           backend::cview(o.y.data(), rows, cols), true, false, 1.f);
     }
   });
   return reps * flops / seconds;
@@ -253,12 +267,13 @@ LinearFit measure_call(const Comm& world, CommOp op, int group,
   });
 }
 
-// The compute rates at a microbatch's shape, the GEMM's at its MLP (N x C times C x 4 Cl).
-// Collective.
-inline Calibration calibrate_compute(const Comm& world, const LayerShape& shape) {
+// The compute rates at a microbatch's shape, the GEMM's at its MLP (N x C times C x 4 Cl) over
+// `working_set` bytes per rank. Collective.
+inline Calibration calibrate_compute(const Comm& world, const LayerShape& shape,
+                                     double working_set = 0) {
   Calibration c;
   c.ranks = world.size();
-  c.gemm_flops = measure_gemm_flops(world, shape.N(), shape.C, 4 * shape.Cl);
+  c.gemm_flops = measure_gemm_flops(world, shape.N(), shape.C, 4 * shape.Cl, working_set);
   std::tie(c.layer_kernels_s, c.head_kernels_s) = measure_kernel_seconds(world, shape);
   c.fill_bytes = measure_fill_bandwidth(world, std::size_t(1) << 20, 32);
   c.adamw_rate = measure_adamw_rate(world, std::size_t(1) << 20);

@@ -60,15 +60,19 @@ inline LayerShape layer_shape(const TrainOptions& o) {
 }
 
 // This machine calibrated for run `o`, on every rank of `world` at once: the compute rates at
-// the run's shapes; the calls after its loop, after a short compute (kept from `previous`, an
-// earlier run's calibration, when it has them); the calls of its loop after the run's own
-// compute between two of them (a microbatch's compute over the calls it waits for). That gap
-// is capped at 20 ms to keep the calibration to seconds: a rank waits longer for group members
+// the run's shapes and working set; the calls after its loop, after a short compute (kept from
+// `previous`, an earlier run's calibration, when it has them); the calls of its loop after the
+// run's own compute between two of them (a microbatch's compute over the calls it waits for). That
+// gap is capped at 20 ms to keep the calibration to seconds: a rank waits longer for group members
 // the scheduler has not run after longer compute, so runs with fewer, longer gaps (pipelines
 // without TP) come out somewhat under-predicted. Collective; a few seconds.
 inline Calibration calibrate_run(const Comm& world, const TrainOptions& o, const Precision& p,
                                  const Calibration* previous = nullptr) {
-  Calibration c = calibrate_compute(world, layer_shape(o));
+  double working_set = 0;  // the largest stage's model states and activations, bytes per rank
+  for (int stage = 0; stage < o.mesh.pp; ++stage)
+    working_set = std::max(
+        working_set, stage_model_states(o, stage, p).total() + stage_activation_bytes(o, stage, p));
+  Calibration c = calibrate_compute(world, layer_shape(o), working_set);
   if (previous) c.calls = previous->calls;
   measure_calls(world, c.calls, after_calls(o), c.gemm_flops, 0);
   // count the waits of a microbatch: every loop call one second, every other cost nothing
