@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include <trident/plan/compute.hpp>
+#include <trident/plan/trident_memory.hpp>
 #include <trident/train/trainer.hpp>
 
 namespace bench {
@@ -198,14 +200,10 @@ inline std::vector<Gemm> step_gemms(const GPTConfig& c, int N) {
   return all;
 }
 
-// Narayanan et al. 2021 ("Efficient Large-Scale Language Model Training on GPU Clusters"),
-// eq. (3) without activation recomputation (3 passes instead of 4): the GEMM FLOPs of one step,
-// 72 B s l h^2 (1 + s / (6 h) + V / (12 l h)) — i.e. 6 x (12 l h^2 + V h) x tokens (Kaplan et
-// al. 2020, Table 1: 2 N per token forward, twice that backward) plus the attention's
-// 12 l s^2 h per sequence (Q K^T and P V, full s x s blocks as computed here).
+// The GEMM FLOPs of one step without recomputation, plan/compute.hpp's training_flops:
+// 72 B s l h^2 (1 + s / (6 h) + V / (12 l h)) (Narayanan et al. 2021, eq. (3) with 3 passes).
 inline double step_flops(const GPTConfig& c, int batch) {
-  const double B = batch, s = c.seq, l = c.layers, h = c.hidden, V = c.vocab;
-  return 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
+  return plan::training_flops(plan::model_spec(c), batch, plan::Recompute::none);
 }
 
 // "load 1.23": the machine's 1-minute load average, printed with every table — on a shared

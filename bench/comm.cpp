@@ -23,7 +23,10 @@
 #include <trident/trident.hpp>
 #include <vector>
 
+#include "bench_util.hpp"
+
 using namespace trident;
+using bench::median;
 
 namespace {
 
@@ -76,12 +79,6 @@ void check_result(const std::string& op, bool ours, Buffers& b, const Comm& worl
   if (world.all_reduce_value<std::uint64_t>(wrong) != 0)
     fail(op + " by " + (ours ? "trident" : "MPI") + " gave a wrong result at " +
          std::to_string(b.full.size() * sizeof(float)) + " bytes");
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
 std::string human_bytes(std::size_t bytes) {

@@ -19,7 +19,10 @@ template <class G>
 double square_sum(const G* x, std::size_t n) {
   if constexpr (std::is_same_v<G, bf16>) {
     double sum = 0;
-    for (std::size_t k = 0; k < n; ++k) sum += double(to_float(x[k])) * to_float(x[k]);
+    for (std::size_t k = 0; k < n; ++k) {
+      const double value = to_float(x[k]);
+      sum += value * value;
+    }
     return sum;
   } else {
     using V = Eigen::Matrix<G, Eigen::Dynamic, 1>;
