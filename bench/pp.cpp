@@ -30,7 +30,7 @@ namespace {
 double compute_seconds(const std::vector<pp::Span>& spans) {
   double c = 0;
   for (const pp::Span& s : spans)
-    if (s.kind == pp::SpanKind::forward || s.kind == pp::SpanKind::backward) c += s.end - s.begin;
+    if (pp::is_compute(s.kind)) c += s.end - s.begin;
   return c;
 }
 

@@ -3,8 +3,10 @@
 //   ./pipeline_schedule --schedule 1f1b --stages 4 --microbatches 8 --svg 1f1b.svg --trace
 //   1f1b.json
 //   ./pipeline_schedule --schedule interleaved --stages 4 --microbatches 8 --chunks 2
+//   ./pipeline_schedule --schedule zb-h1 --stages 4 --microbatches 8 --backward-cost 2 --svg zb.svg
 //
 // Prints each stage's actions (F3 / B3: forward / backward of microbatch 3; F3c1: its chunk 1;
+// zb-h1: B3 the input gradient, W3 the weight gradient, drawn in their own greyer shade;
 // with --verbose also the receives and sends: rF3<1 receives F3's input from stage 1), the
 // simulated bubble next to the papers' formula, and the activations each stage holds at most.
 // --svg draws the timeline as in the GPipe and Megatron-LM figures; --trace writes a Chrome trace
@@ -28,7 +30,7 @@ int main(int argc, char** argv) {
     pp::Costs costs;
     bool verbose = false;
     CLI::App app{"Generate a pipeline schedule, simulate it, and draw its timeline."};
-    app.add_option("--schedule", schedule_name, "gpipe, 1f1b or interleaved")
+    app.add_option("--schedule", schedule_name, "gpipe, 1f1b, interleaved or zb-h1")
         ->capture_default_str();
     app.add_option("--stages", spec.stages, "pipeline stages p")->capture_default_str();
     app.add_option("--microbatches", spec.microbatches, "microbatches m")->capture_default_str();
@@ -36,7 +38,12 @@ int main(int argc, char** argv) {
         app.add_option("--chunks", spec.chunks, "model chunks per stage v (interleaved: 2)");
     app.add_option("--forward-cost", costs.forward, "one microbatch through a stage, forward")
         ->capture_default_str();
-    app.add_option("--backward-cost", costs.backward, "the same, backward")->capture_default_str();
+    app.add_option("--backward-cost", costs.backward, "the same, backward (B + W)")
+        ->capture_default_str();
+    app.add_option("--weight-fraction", costs.weight_fraction,
+                   "zb-h1: the share of the backward that is W (weight gradients)")
+        ->check(CLI::Range(0.0, 1.0))
+        ->capture_default_str();
     app.add_option("--p2p-cost", costs.p2p, "time a message is in transit")->capture_default_str();
     app.add_option("--svg", svg_path, "write the timeline as SVG");
     app.add_option("--trace", trace_path, "write the timeline as a Chrome trace (JSON)");
@@ -53,8 +60,12 @@ int main(int argc, char** argv) {
     if (world.rank() == 0) {
       std::printf(
           "%s: %d stages, %d microbatches, %d chunk(s) per stage; costs: forward %g, "
-          "backward %g, p2p %g\n",
+          "backward %g, p2p %g",
           pp::to_string(spec.kind), p, m, v, costs.forward, costs.backward, costs.p2p);
+      if (spec.kind == pp::ScheduleKind::zb_h1)
+        std::printf(" (B %g + W %g)", costs.backward * (1 - costs.weight_fraction),
+                    costs.backward * costs.weight_fraction);
+      std::printf("\n");
       for (int s = 0; s < p; ++s) {
         std::string line;
         for (const pp::Action& a : schedule[s])
@@ -63,15 +74,32 @@ int main(int argc, char** argv) {
       }
       const double ideal = m * (costs.forward + costs.backward);
       std::printf("makespan %g (ideal, without bubble: m (f + b) = %g)\n", sim.makespan, ideal);
-      std::printf(
-          "bubble fraction, idle / (p * makespan): simulated %.4f, (p-1)/(v m + p-1) = "
-          "%.4f\n",
-          sim.bubble_fraction, double(p - 1) / (v * m + p - 1));
-      std::printf("bubble time / ideal time:              simulated %.4f, (p-1)/(v m) = %.4f%s\n",
-                  (sim.makespan - ideal) / ideal, double(p - 1) / (v * m),
-                  costs.p2p > 0 ? "  (the formulas assume p2p = 0)" : "");
+      if (spec.kind == pp::ScheduleKind::zb_h1) {
+        const double B = costs.backward * (1 - costs.weight_fraction),
+                     W = costs.backward * costs.weight_fraction;
+        std::printf(
+            "bubble time: simulated %g, (p-1)(F + B - W) = %g (Qi et al. 2023 §3.1; 1F1B: "
+            "(p-1)(F + B + W) = %g)\n",
+            sim.makespan - ideal, (p - 1) * (costs.forward + B - W),
+            (p - 1) * (costs.forward + B + W));
+        std::printf("bubble fraction, idle / (p * makespan): simulated %.4f\n",
+                    sim.bubble_fraction);
+      } else {
+        std::printf(
+            "bubble fraction, idle / (p * makespan): simulated %.4f, (p-1)/(v m + p-1) = "
+            "%.4f\n",
+            sim.bubble_fraction, double(p - 1) / (v * m + p - 1));
+        std::printf("bubble time / ideal time:              simulated %.4f, (p-1)/(v m) = %.4f%s\n",
+                    (sim.makespan - ideal) / ideal, double(p - 1) / (v * m),
+                    costs.p2p > 0 ? "  (the formulas assume p2p = 0)" : "");
+      }
       std::printf("peak in-flight microbatch-chunks (activations held) per stage:");
       for (int n : sim.peak_in_flight) std::printf(" %d", n);
+      if (spec.kind == pp::ScheduleKind::zb_h1) {
+        std::printf("\n  of which until B (1F1B's):");
+        for (int n : sim.peak_before_input_gradient) std::printf(" %d", n);
+        std::printf("; after B only what W reads is held");
+      }
       std::printf("\n");
     }
 

@@ -1,6 +1,7 @@
 // examples/train_gpt: train a GPT-2-style model with any mix of TP, PP, DP and ZeRO.
 //
 //   mpiexec -n 8 ./train_gpt --tp 2 --pp 2 --dp 2 --zero 1 --schedule 1f1b
+//   mpiexec -n 2 ./train_gpt --pp 2 --schedule zb-h1 --microbatches 8 --svg zb.svg
 //   ./train_gpt --dtype double --steps 20              (the single-process reference run)
 //
 // Prints a progress line per step and a closing report: tokens/s, memory per rank by kind,
@@ -189,7 +190,7 @@ int main(int argc, char** argv) {
                  "sequence parallelism (Korthikanti et al.)");
     app.add_option("--pp", o.mesh.pp, "pipeline-parallel size")->capture_default_str();
     app.add_option("--schedule", f.schedule, "pipeline schedule")
-        ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}))
+        ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved", "zb-h1"}))
         ->capture_default_str();
     auto* mb =
         app.add_option("--microbatches", o.microbatches, "microbatches per step (default 2 x PP)");

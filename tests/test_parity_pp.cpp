@@ -1,6 +1,7 @@
 // Pipeline parallelism against the single-process reference, in double: GPipe, 1F1B and
 // interleaved 1F1B at PP = 2 and 4 with m in {1, p, 2p+1} where the schedule allows, with TP,
-// with an uneven layer split, and with activation recomputation.
+// with an uneven layer split, and with activation recomputation; ZB-H1 (backward split into B
+// and W) at PP = 2 and 4 with m in {p, 2p, 2p+1}, with TP (and SP) and with DP and ZeRO 1-3.
 #include "parity.hpp"
 
 using namespace trident;
@@ -8,7 +9,8 @@ using pp::ScheduleKind;
 
 namespace {
 void run(int ranks, MeshShape mesh, ScheduleKind kind, int m, int layers = 4, int v = 1,
-         bool recompute = false, std::vector<int> split = {}) {
+         bool recompute = false, std::vector<int> split = {}, ZeroPolicy zero = {},
+         bool sp = false) {
   auto comm = test::first_ranks(ranks, test::current_test_name());
   if (!comm) return;
   TrainOptions o = test::small_options(mesh, layers);
@@ -18,9 +20,12 @@ void run(int ranks, MeshShape mesh, ScheduleKind kind, int m, int layers = 4, in
   o.batch = 2 * m;
   o.recompute = recompute;
   o.pp_layers = split;
+  o.zero = zero;
+  o.sequence_parallel = sp;
   INFO(std::string(pp::to_string(kind))
-       << " TP=" << mesh.tp << " PP=" << mesh.pp << " m=" << m << " v=" << v
-       << std::string(recompute ? " recompute" : ""));
+       << " TP=" << mesh.tp << " PP=" << mesh.pp << " DP=" << mesh.dp << " ZeRO-" << zero.stage
+       << " m=" << m << " v=" << v << std::string(recompute ? " recompute" : "")
+       << std::string(sp ? " SP" : ""));
   test::check_parity<double>(*comm, o, 3, 1e-10);
 }
 }  // namespace
@@ -46,4 +51,15 @@ TEST_CASE("PP with TP: TP2-PP2 with m=5 and TP2-PP4 with m=4") {
 TEST_CASE("an uneven split --pp-layers 3,1 and full recomputation give the same numbers") {
   run(2, {1, 2, 1}, ScheduleKind::one_f_one_b, 3, 4, 1, false, {3, 1});
   run(2, {1, 2, 1}, ScheduleKind::one_f_one_b, 3, 4, 1, /*recompute=*/true);
+}
+
+TEST_CASE("ZB-H1 (B and W split): PP=2 with m = 2, 4, 5 and PP=4 with m = 4, 8, 9") {
+  for (int m : {2, 4, 5}) run(2, {1, 2, 1}, ScheduleKind::zb_h1, m);
+  for (int m : {4, 8, 9}) run(4, {1, 4, 1}, ScheduleKind::zb_h1, m);
+}
+
+TEST_CASE("ZB-H1 with TP2 (and sequence parallelism) and with DP2 under ZeRO 1, 2 and 3") {
+  run(4, {2, 2, 1}, ScheduleKind::zb_h1, 4);
+  run(4, {2, 2, 1}, ScheduleKind::zb_h1, 5, 4, 1, false, {}, {}, /*sp=*/true);
+  for (int stage : {1, 2, 3}) run(4, {1, 2, 2}, ScheduleKind::zb_h1, 4, 4, 1, false, {}, {stage});
 }

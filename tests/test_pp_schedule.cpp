@@ -1,6 +1,7 @@
-// pp/ schedules as data: structure of GPipe, 1F1B and interleaved 1F1B, the simulator against the
-// papers' bubble formulas and activation counts, deadlock and mismatch detection, validate()'s
-// messages, and the SVG and Chrome trace exports. No MPI communication: runs on one rank.
+// pp/ schedules as data: structure of GPipe, 1F1B, interleaved 1F1B and ZB-H1, the simulator
+// against the papers' bubble formulas and activation counts, deadlock and mismatch detection,
+// validate()'s messages, and the SVG and Chrome trace exports. No MPI communication: runs on one
+// rank.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -17,7 +18,8 @@ using namespace trident::pp;
 
 namespace {
 
-// Every valid spec with p in 1..8, m in 1..16 (interleaved: v in {2, 3}, m a multiple of p).
+// Every valid spec with p in 1..8, m in 1..16 (interleaved: v in {2, 3}, m a multiple of p;
+// ZB-H1: m >= p).
 std::vector<ScheduleSpec> all_specs() {
   std::vector<ScheduleSpec> specs;
   for (int p = 1; p <= 8; ++p)
@@ -26,6 +28,7 @@ std::vector<ScheduleSpec> all_specs() {
       specs.push_back({ScheduleKind::one_f_one_b, p, m, 1});
       for (int v : {2, 3})
         if (m % p == 0) specs.push_back({ScheduleKind::interleaved, p, m, v});
+      if (m >= p) specs.push_back({ScheduleKind::zb_h1, p, m, 1});
     }
   return specs;
 }
@@ -44,12 +47,14 @@ int count(const std::string& text, const std::string& what) {
 }  // namespace
 
 TEST_CASE("parse_schedule and to_string round-trip; unknown names are an Error") {
-  for (ScheduleKind k : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::interleaved})
+  for (ScheduleKind k : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::interleaved,
+                         ScheduleKind::zb_h1})
     CHECK(parse_schedule(to_string(k)) == k);
   CHECK(parse_schedule("1f1b") == ScheduleKind::one_f_one_b);
+  CHECK(parse_schedule("zb-h1") == ScheduleKind::zb_h1);
   CHECK_THROWS_WITH_AS(
       parse_schedule("pipedream"),
-      "unknown pipeline schedule 'pipedream' (expected gpipe, 1f1b or interleaved)", Error);
+      "unknown pipeline schedule 'pipedream' (expected gpipe, 1f1b, interleaved or zb-h1)", Error);
 }
 
 TEST_CASE("validate() names the offending numbers") {
@@ -117,12 +122,15 @@ TEST_CASE("interleaved p=2, m=4, v=2: Megatron-LM's order; stage 1 chunk 0 feeds
   CHECK_FALSE(has(1, {Op::send_forward, 0, 1, 0}));  // the last virtual stage sends nothing on
 }
 
-TEST_CASE("each (microbatch, chunk): one forward, one backward, receive before, send after") {
+TEST_CASE(
+    "each (microbatch, chunk): one forward, one backward or B + W, receive before, send after") {
   for (const ScheduleSpec& spec : all_specs()) {
     CAPTURE(name(spec));
     const auto schedule = make_schedule(spec);
     REQUIRE(static_cast<int>(schedule.size()) == spec.stages);
     const int p = spec.stages, v = spec.chunks, last = p * v - 1;
+    const bool split = spec.kind == ScheduleKind::zb_h1;
+    const Op backward = split ? Op::backward_input : Op::backward;
     for (int s = 0; s < p; ++s) {
       std::map<std::tuple<Op, int, int>, int> seen;
       std::vector<std::tuple<Op, int, int>> order;
@@ -141,7 +149,9 @@ TEST_CASE("each (microbatch, chunk): one forward, one backward, receive before, 
         for (int c = 0; c < v; ++c) {
           const int g = c * p + s;
           CHECK(seen[{Op::forward, mb, c}] == 1);
-          CHECK(seen[{Op::backward, mb, c}] == 1);
+          CHECK(seen[{Op::backward, mb, c}] == !split);
+          CHECK(seen[{Op::backward_input, mb, c}] == split);
+          CHECK(seen[{Op::backward_weight, mb, c}] == split);
           CHECK(seen[{Op::recv_forward, mb, c}] == (g > 0));
           CHECK(seen[{Op::send_backward, mb, c}] == (g > 0));
           CHECK(seen[{Op::send_forward, mb, c}] == (g < last));
@@ -152,9 +162,10 @@ TEST_CASE("each (microbatch, chunk): one forward, one backward, receive before, 
           };
           if (g > 0) CHECK(at(Op::recv_forward) + 1 == at(Op::forward));
           if (g < last) CHECK(at(Op::forward) + 1 == at(Op::send_forward));
-          if (g < last) CHECK(at(Op::recv_backward) + 1 == at(Op::backward));
-          if (g > 0) CHECK(at(Op::backward) + 1 == at(Op::send_backward));
-          CHECK(at(Op::forward) < at(Op::backward));
+          if (g < last) CHECK(at(Op::recv_backward) + 1 == at(backward));
+          if (g > 0) CHECK(at(backward) + 1 == at(Op::send_backward));
+          CHECK(at(Op::forward) < at(backward));
+          if (split) CHECK(at(backward) < at(Op::backward_weight));
         }
     }
   }
@@ -168,16 +179,16 @@ TEST_CASE("no deadlock for p in 1..8, m in 1..16, interleaved v in {2, 3}, also 
       CHECK_FALSE(sim.deadlock);
       CHECK(sim.deadlock_reason.empty());
       int computes = 0;
-      for (const Span& s : sim.timeline.spans)
-        computes += s.kind == SpanKind::forward || s.kind == SpanKind::backward;
-      CHECK(computes == 2 * spec.stages * spec.microbatches * spec.chunks);
+      for (const Span& s : sim.timeline.spans) computes += is_compute(s.kind);
+      const int passes = spec.kind == ScheduleKind::zb_h1 ? 3 : 2;  // F, B, W
+      CHECK(computes == passes * spec.stages * spec.microbatches * spec.chunks);
     }
   }
 }
 
 TEST_CASE("GPipe and 1F1B bubble fraction is (p-1)/(m+p-1), with b = f and b = 2f") {
   for (const ScheduleSpec& spec : all_specs()) {
-    if (spec.kind == ScheduleKind::interleaved) continue;
+    if (spec.kind == ScheduleKind::interleaved || spec.kind == ScheduleKind::zb_h1) continue;
     CAPTURE(name(spec));
     const int p = spec.stages, m = spec.microbatches;
     for (double backward : {1.0, 2.0}) {
@@ -207,9 +218,68 @@ TEST_CASE("interleaving divides the bubble by v: bubble time / ideal time = (p-1
   CHECK(inter == doctest::Approx(plain / 2));
 }
 
+// Qi et al. 2023 §3.1: ZB-H1's bubble is (p-1)(F + B - W) where 1F1B's is (p-1)(F + B + W);
+// with F = B = W (their Figure 3) a third of it. Checked also for W < B; W > B is not the
+// handcrafted schedule's regime.
+TEST_CASE("ZB-H1: makespan m (F + B + W) + (p-1)(F + B - W), a third of 1F1B's bubble") {
+  for (const ScheduleSpec& spec : all_specs()) {
+    if (spec.kind != ScheduleKind::zb_h1) continue;
+    CAPTURE(name(spec));
+    const int p = spec.stages, m = spec.microbatches;
+    for (double w_fraction : {0.5, 0.4, 0.3}) {
+      const Costs costs{1, 2, 0, w_fraction};
+      const double B = 2 * (1 - w_fraction), W = 2 * w_fraction;
+      const Simulation sim = simulate(make_schedule(spec), costs);
+      CHECK(sim.makespan == doctest::Approx(m * 3 + (p - 1) * (1 + B - W)).epsilon(1e-12));
+    }
+    const double ideal = 3.0 * m;  // F = B = W = 1
+    const Simulation zb = simulate(make_schedule(spec), {1, 2, 0, 0.5});
+    const Simulation one =
+        simulate(make_schedule({ScheduleKind::one_f_one_b, p, m, 1}), {1, 2, 0, 0.5});
+    CHECK(zb.makespan - ideal == doctest::Approx((one.makespan - ideal) / 3));
+    CHECK(zb.bubble_fraction == doctest::Approx(double(p - 1) / (3 * m + p - 1)).epsilon(1e-12));
+  }
+}
+
+// ZB-H1 keeps activations until W: every stage holds at most p microbatches, 1F1B's peak (its
+// stage 0); until B, exactly 1F1B's min(m, p - s), as F and B follow 1F1B's order.
+TEST_CASE("ZB-H1 peak in-flight: 1F1B's until B on every stage, 1F1B's peak p until W") {
+  for (const ScheduleSpec& spec : all_specs()) {
+    if (spec.kind != ScheduleKind::zb_h1) continue;
+    CAPTURE(name(spec));
+    const Simulation zb = simulate(make_schedule(spec));
+    const Simulation one =
+        simulate(make_schedule({ScheduleKind::one_f_one_b, spec.stages, spec.microbatches, 1}));
+    CHECK(zb.peak_before_input_gradient == one.peak_in_flight);
+    const int one_peak = *std::max_element(one.peak_in_flight.begin(), one.peak_in_flight.end());
+    for (int held : zb.peak_in_flight) CHECK(held == one_peak);
+  }
+}
+
+TEST_CASE("ZB-H1 for p = 4, m = 8: the lists of Qi et al. 2023, Figure 3") {
+  const auto schedule = make_schedule({ScheduleKind::zb_h1, 4, 8});
+  const std::vector<std::string> expected = {
+      "F0 F1 F2 F3 B0 W0 F4 B1 W1 F5 B2 W2 F6 B3 W3 F7 B4 W4 B5 W5 B6 W6 B7 W7",
+      "F0 F1 F2 B0 F3 B1 W0 F4 B2 W1 F5 B3 W2 F6 B4 W3 F7 B5 W4 B6 W5 B7 W6 W7",
+      "F0 F1 B0 F2 B1 F3 B2 W0 F4 B3 W1 F5 B4 W2 F6 B5 W3 F7 B6 W4 B7 W5 W6 W7",
+      "F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 F5 B5 W2 F6 B6 W3 F7 B7 W4 W5 W6 W7"};
+  for (int s = 0; s < 4; ++s) {
+    std::string line;
+    for (const Action& a : schedule[s])
+      if (is_compute(a.op)) line += (line.empty() ? "" : " ") + to_string(a);
+    CHECK(line == expected[s]);
+  }
+  CHECK_THROWS_WITH_AS(validate({ScheduleKind::zb_h1, 4, 3}),
+                       "pipeline schedule zb-h1: needs at least as many microbatches as stages, "
+                       "m >= p (Qi et al. 2023 §3.1): got 3 microbatches for 4 stages",
+                       Error);
+  CHECK_THROWS_AS(validate({ScheduleKind::zb_h1, 2, 4, 2}), Error);
+}
+
 // Interleaved: Megatron-LM's warm-up forwards plus the steady state's one, counted in chunks.
 TEST_CASE("peak in-flight: GPipe m, 1F1B min(m, p - s) on stage s, interleaved warm-up + 1") {
   for (const ScheduleSpec& spec : all_specs()) {
+    if (spec.kind == ScheduleKind::zb_h1) continue;
     CAPTURE(name(spec));
     const int p = spec.stages, m = spec.microbatches, v = spec.chunks;
     const Simulation sim = simulate(make_schedule(spec));

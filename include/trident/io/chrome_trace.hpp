@@ -4,7 +4,8 @@
 // per span, with ts and dur in microseconds (span times are taken as seconds; a simulated
 // timeline's cost unit becomes one second). Perfetto (ui.perfetto.dev) and chrome://tracing open
 // the file. Names follow the figures: F3 / B3 for the forward / backward of microbatch 3 (F3c1
-// for its chunk 1), "recv 3" / "send 3" for communication.
+// for its chunk 1), W3 for its weight-gradient pass (zero-bubble schedules), "recv 3" / "send 3"
+// for communication.
 #pragma once
 
 #include <fstream>
@@ -47,6 +48,9 @@ inline nlohmann::json chrome_trace(const Timeline& timeline,
         break;
       case SpanKind::backward:
         name = "B";
+        break;
+      case SpanKind::weight:
+        name = "W";
         break;
       case SpanKind::send:
         name = "send ";

@@ -43,6 +43,20 @@ struct BlockActivations {
     *this = BlockActivations{};
     x = std::move(input);
   }
+  // After the input half of the backward (B): frees what only B reads (QKV, attention
+  // probabilities, the FC output before GELU); the weight half (W) reads the rest.
+  void drop_what_weight_gradients_do_not_need() { qkv.reset(), probs.reset(), fc.reset(); }
+};
+
+// The gradients of a block's layer outputs: written by the input half of the backward (B), read
+// by the weight half (W) together with the layers' inputs in BlockActivations (Qi et al. 2023).
+template <class T>
+struct BlockGradients {
+  Buffer<T> dout;             // (n, C) the block's output gradient: the MLP projection's dy
+  Buffer<T> dy_mlp, dy_attn;  // (N, C) under SP: the projections' dy gathered
+  Buffer<T> d_fc;             // (N, 4 Cl) FC's dy (after GELU's backward)
+  Buffer<T> dln2, dx2, dln1;  // (n, C) LN2's dy, the attention projection's dy, LN1's dy
+  Buffer<T> d_qkv;            // (N, 3 Cl) QKV's dy
 };
 
 template <class T>
@@ -100,37 +114,55 @@ class Block {
   }
 
   // dout: (n, C) gradient of the output; dx: (n, C) gradient of the input (overwritten).
-  // g: the unit's gradient buffer (accumulates).
+  // g: the unit's gradient buffer (accumulates). The fused backward, both halves at once.
   void backward(const BlockActivations<T>& a, T* dx, const T* dout, const T* w, T* g) const {
+    BlockGradients<T> d;
+    backward(a, dx, dout, w, g, d, nn::BackwardPart::both);
+  }
+
+  // One half, or both, of the backward (nn/backward_part.hpp). input: writes dx and fills d
+  // (g unused, may be null); weight: accumulates into g from a and d (dx, dout, w unused).
+  void backward(const BlockActivations<T>& a, T* dx, const T* dout, const T* w, T* g,
+                BlockGradients<T>& d, nn::BackwardPart part) const {
     const int N = rows(), n = local_rows();
-    const bool sp = tp_.sequence_parallel;
-    Buffer<T> d_act(MemoryKind::buffers, N * 4 * Cl_), d_att(MemoryKind::buffers, N * Cl_);
-    Buffer<T> d_qkv(MemoryKind::buffers, N * 3 * Cl_),
-        dy_full(MemoryKind::buffers, sp ? N * C_ : 0);
-    Buffer<T> dln_full(MemoryKind::buffers, N * C_),
-        dln_local(MemoryKind::buffers, sp ? n * C_ : 0);
-    Buffer<T> dx2(MemoryKind::buffers, n * C_), d_ln_in(MemoryKind::buffers, n * C_);
-    T* dln = sp ? dln_local.data() : dln_full.data();
+    const bool sp = tp_.sequence_parallel, in = nn::computes_input(part);
+    if (in) {  // kept until W (activations) when W runs later, scratch when fused
+      const MemoryKind kind =
+          part == nn::BackwardPart::both ? MemoryKind::buffers : MemoryKind::activations;
+      auto keep = [&](Buffer<T>& b, std::size_t size) { b.allocate(kind, size); };
+      keep(d.dy_mlp, sp ? N * C_ : 0), keep(d.dy_attn, sp ? N * C_ : 0);
+      keep(d.d_fc, N * 4 * Cl_), keep(d.dln2, n * C_), keep(d.dx2, n * C_);
+      keep(d.dln1, n * C_), keep(d.d_qkv, N * 3 * Cl_);
+      if (part == nn::BackwardPart::input)
+        keep(d.dout, n * C_), std::copy_n(dout, n * C_, d.dout.data());
+    }
+    const T* dy = part == nn::BackwardPart::weight ? d.dout.data() : dout;
+    Buffer<T> d_att(MemoryKind::buffers, in ? N * Cl_ : 0),
+        dln_full(MemoryKind::buffers, in && sp ? N * C_ : 0),
+        d_ln_in(MemoryKind::buffers, in ? n * C_ : 0);
+    auto W = [&](int k) { return w ? w + offset_[k] : nullptr; };
+    auto G = [&](int k) { return g ? g + offset_[k] : nullptr; };
 
     // MLP half: out = x2 + proj(gelu(fc(ln2(x2))))
-    mlp_proj_.backward(tp_, d_act.data(), g + offset_[kMlpProjW], g + offset_[kMlpProjB], dout,
-                       dy_full.data(), a.act.data(), w + offset_[kMlpProjW], N);
-    nn::gelu_backward(d_act.data(), d_act.data(), a.fc.data(), d_act.size());
-    fc_.backward(tp_, dln, dln_full.data(), g + offset_[kFcW], g + offset_[kFcB], d_act.data(),
-                 a.ln2.data(), w + offset_[kFcW], N);
-    nn::layernorm_backward(d_ln_in.data(), g + offset_[kLn2W], g + offset_[kLn2B], dln, a.x2.data(),
-                           w + offset_[kLn2W], a.ln2_mean.data(), a.ln2_rstd.data(), n, C_);
-    add(dx2.data(), dout, d_ln_in.data(), n * C_);
+    mlp_proj_.backward(tp_, d.d_fc.data(), G(kMlpProjW), G(kMlpProjB), dy, d.dy_mlp.data(),
+                       a.act.data(), W(kMlpProjW), N, part);
+    if (in) nn::gelu_backward(d.d_fc.data(), d.d_fc.data(), a.fc.data(), d.d_fc.size());
+    fc_.backward(tp_, d.dln2.data(), sp ? dln_full.data() : d.dln2.data(), G(kFcW), G(kFcB),
+                 d.d_fc.data(), a.ln2.data(), W(kFcW), N, part);
+    nn::layernorm_backward(d_ln_in.data(), G(kLn2W), G(kLn2B), d.dln2.data(), a.x2.data(), W(kLn2W),
+                           a.ln2_mean.data(), a.ln2_rstd.data(), n, C_, part);
+    if (in) add(d.dx2.data(), dy, d_ln_in.data(), n * C_);
     // attention half: x2 = x + proj(attention(qkv(ln1(x))))
-    proj_.backward(tp_, d_att.data(), g + offset_[kAttnProjW], g + offset_[kAttnProjB], dx2.data(),
-                   dy_full.data(), a.att.data(), w + offset_[kAttnProjW], N);
-    nn::attention_backward(d_qkv.data(), d_att.data(), a.qkv.data(), a.probs.data(), B_, S_, Hl_,
-                           D_);
-    qkv_.backward(tp_, dln, dln_full.data(), g + offset_[kQkvW], g + offset_[kQkvB], d_qkv.data(),
-                  a.ln1.data(), w + offset_[kQkvW], N);
-    nn::layernorm_backward(d_ln_in.data(), g + offset_[kLn1W], g + offset_[kLn1B], dln, a.x.data(),
-                           w + offset_[kLn1W], a.ln1_mean.data(), a.ln1_rstd.data(), n, C_);
-    add(dx, dx2.data(), d_ln_in.data(), n * C_);
+    proj_.backward(tp_, d_att.data(), G(kAttnProjW), G(kAttnProjB), d.dx2.data(), d.dy_attn.data(),
+                   a.att.data(), W(kAttnProjW), N, part);
+    if (in)
+      nn::attention_backward(d.d_qkv.data(), d_att.data(), a.qkv.data(), a.probs.data(), B_, S_,
+                             Hl_, D_);
+    qkv_.backward(tp_, d.dln1.data(), sp ? dln_full.data() : d.dln1.data(), G(kQkvW), G(kQkvB),
+                  d.d_qkv.data(), a.ln1.data(), W(kQkvW), N, part);
+    nn::layernorm_backward(d_ln_in.data(), G(kLn1W), G(kLn1B), d.dln1.data(), a.x.data(), W(kLn1W),
+                           a.ln1_mean.data(), a.ln1_rstd.data(), n, C_, part);
+    if (in) add(dx, d.dx2.data(), d_ln_in.data(), n * C_);
   }
 
  private:

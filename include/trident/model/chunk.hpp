@@ -86,49 +86,69 @@ class ModelChunk {
   }
 
   // doutput: (n, C) from the next stage (ignored on the last chunk); dinput: (n, C) for the
-  // previous stage (ignored on the first). last: the step's last microbatch for this chunk.
-  void backward(int mb, const Microbatch& data, const T* doutput, T* dinput, T scale, bool last) {
+  // previous stage (ignored on the first). last: the step's last weight-gradient pass of this
+  // chunk (the units' gradients are then complete: their DP reductions start). part: both
+  // (fused), or zero-bubble's B (input: writes dinput, keeps what W needs in the stash) and W
+  // (weight: the units' gradients from the stash; doutput, dinput unused, no parameters read).
+  void backward(int mb, const Microbatch& data, const T* doutput, T* dinput, T scale, bool last,
+                nn::BackwardPart part = nn::BackwardPart::both) {
     Stash& st = stash_.at(mb);
     const int N = block_.rows(), n = block_.local_rows(), C = c_.hidden;
-    Buffer<T> d(MemoryKind::buffers, std::size_t(n) * C),
-        dnext(MemoryKind::buffers, std::size_t(n) * C);
+    const bool in = nn::computes_input(part), wt = nn::computes_weights(part);
+    Buffer<T> d(MemoryKind::buffers, in ? std::size_t(n) * C : 0),
+        dnext(MemoryKind::buffers, in ? std::size_t(n) * C : 0);
     std::size_t k = order_.size();  // walk the units in reverse
     if (spec_.head) {
-      head_backward(st, data, d.data(), k, scale, last);
-    } else {
+      head_backward(st, data, d.data(), k, scale, last, part);
+    } else if (in) {
       std::copy_n(doutput, d.size(), d.data());
     }
+    if (part == nn::BackwardPart::input) st.grads.resize(spec_.layers);
     for (int l = spec_.layers - 1; l >= 0; --l) {
       const int u = order_[--k];
-      const T* w = use_backward(k);
-      if (recompute_) {
+      const T* w = in ? use_backward(k) : nullptr;
+      if (recompute_ && in) {
         Buffer<T> out(MemoryKind::buffers, std::size_t(n) * C);
         block_.forward(st.blocks[l], out.data(), w);
       }
-      T* dx = (l == 0 && !spec_.embedding) ? dinput : dnext.data();
-      block_.backward(st.blocks[l], dx, d.data(), w, store_.grads(u));
-      st.blocks[l] = BlockActivations<T>{};
-      store_.release(u);
-      store_.commit(u, last);
+      T* dx = !in ? nullptr : (l == 0 && !spec_.embedding) ? dinput : dnext.data();
+      BlockGradients<T> fused;
+      block_.backward(st.blocks[l], dx, d.data(), w, wt ? store_.grads(u) : nullptr,
+                      part == nn::BackwardPart::both ? fused : st.grads[l], part);
+      if (in) store_.release(u);
+      if (part == nn::BackwardPart::input) {
+        st.blocks[l].drop_what_weight_gradients_do_not_need();
+      } else {
+        st.blocks[l] = BlockActivations<T>{};
+        if (!st.grads.empty()) st.grads[l] = BlockGradients<T>{};
+        store_.commit(u, last);
+      }
       store_.poll();
-      if (dx == dnext.data()) std::swap(d, dnext);
+      if (dx == dnext.data() && in) std::swap(d, dnext);
     }
-    if (spec_.embedding) {
+    if (spec_.embedding && part == nn::BackwardPart::input) {  // W needs the output's gradient
+      st.dembedding.allocate(MemoryKind::activations, d.size(), Fill::none);
+      std::copy_n(d.data(), d.size(), st.dembedding.data());
+    } else if (spec_.embedding) {
       const int wte = order_[0], wpe = order_[1];
       Buffer<T> dfull(MemoryKind::buffers, tp_.sequence_parallel ? std::size_t(N) * C : 0);
-      embedding_.backward(tp_, store_.grads(wte), store_.grads(wpe), d.data(), dfull.data(),
-                          data.inputs.data(), N, B_);
+      embedding_.backward(tp_, store_.grads(wte), store_.grads(wpe),
+                          in ? d.data() : st.dembedding.data(), dfull.data(), data.inputs.data(), N,
+                          B_);
       store_.commit(wpe, last);
       store_.commit(wte, last);
     }
-    stash_.erase(mb);
+    if (wt) stash_.erase(mb);
   }
 
  private:
   struct Stash {
     std::vector<BlockActivations<T>> blocks;
+    std::vector<BlockGradients<T>> grads;  // from B to W (zero-bubble schedules)
     Buffer<T> final_x, lnf_mean, lnf_rstd, lnf,
-        probs;  // last chunk: LN_f input, stats, head input, softmax
+        probs;             // last chunk: LN_f input, stats, head input, softmax (then dlogits)
+    Buffer<T> dln_f;       // last chunk: LN_f's output gradient
+    Buffer<T> dembedding;  // first chunk, from B to W: the embedding output's gradient
   };
 
   static std::vector<UnitLayout> layouts(const GPTConfig& c, const TensorParallel& tp,
@@ -175,20 +195,27 @@ class ModelChunk {
     return sum * scale;
   }
 
-  void head_backward(Stash& st, const Microbatch& data, T* dx, std::size_t& k, T scale, bool last) {
+  void head_backward(Stash& st, const Microbatch& data, T* dx, std::size_t& k, T scale, bool last,
+                     nn::BackwardPart part) {
     const int N = block_.rows(), n = block_.local_rows(), C = c_.hidden;
+    const bool in = nn::computes_input(part), wt = nn::computes_weights(part);
     const int u_wte = order_[--k], u_lnf = order_[--k];
-    const T* wte = use_backward(k + 1);
-    const T* lnf = use_backward(k);
-    Buffer<T> dfull(MemoryKind::buffers, std::size_t(N) * C);
-    Buffer<T> dlocal(MemoryKind::buffers, tp_.sequence_parallel ? std::size_t(n) * C : 0);
-    T* dln = tp_.sequence_parallel ? dlocal.data() : dfull.data();
-    head_.backward(tp_, dln, dfull.data(), store_.grads(u_wte), st.probs.data(),
-                   data.targets.data(), st.lnf.data(), wte, scale, N);
-    T* g = store_.grads(u_lnf);
-    nn::layernorm_backward(dx, g, g + C, dln, st.final_x.data(), lnf, st.lnf_mean.data(),
-                           st.lnf_rstd.data(), n, C);
-    store_.release(u_wte), store_.release(u_lnf);
+    const T* wte = in ? use_backward(k + 1) : nullptr;
+    const T* lnf = in ? use_backward(k) : nullptr;
+    Buffer<T> dfull(MemoryKind::buffers, in && tp_.sequence_parallel ? std::size_t(N) * C : 0);
+    if (in)
+      st.dln_f.allocate(
+          part == nn::BackwardPart::both ? MemoryKind::buffers : MemoryKind::activations,
+          std::size_t(n) * C);
+    T* dln = st.dln_f.data();
+    T* g_wte = wt ? store_.grads(u_wte) : nullptr;
+    T* g = wt ? store_.grads(u_lnf) : nullptr;
+    head_.backward(tp_, dln, tp_.sequence_parallel ? dfull.data() : dln, g_wte, st.probs.data(),
+                   data.targets.data(), st.lnf.data(), wte, scale, N, part);
+    nn::layernorm_backward(dx, g, g ? g + C : nullptr, dln, st.final_x.data(), lnf,
+                           st.lnf_mean.data(), st.lnf_rstd.data(), n, C, part);
+    if (in) store_.release(u_wte), store_.release(u_lnf);
+    if (!wt) return;
     store_.commit(u_lnf, last);
     if (!spec_.embedding) store_.commit(u_wte, last);
   }

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstddef>
 
+#include <trident/nn/backward_part.hpp>
 #include <trident/nn/column_blocks.hpp>
 #include <trident/nn/vectorized.hpp>
 
@@ -37,18 +38,23 @@ void layernorm_forward(T* out, T* mean, T* rstd, const T* x, const T* weight, co
 // -> dx: (N, C) overwritten; dweight, dbias: (C) +=
 // With n = (x - mean) rstd and g = dout * weight (per row):
 //   dx = rstd (g - mean(g) - n mean(g n)),  dweight += sum_rows dout n,  dbias += sum_rows dout.
+// part: input (dx only), weight (dweight, dbias only; weight unused) or both.
 template <class T>
 void layernorm_backward(T* dx, T* dweight, T* dbias, const T* dout, const T* x, const T* weight,
-                        const T* mean, const T* rstd, int N, int C) {
+                        const T* mean, const T* rstd, int N, int C,
+                        BackwardPart part = BackwardPart::both) {
+  if (computes_input(part)) {
 #pragma omp parallel for
-  for (int i = 0; i < N; ++i) {
-    const std::ptrdiff_t row = static_cast<std::ptrdiff_t>(i) * C;
-    const CArrayMap<T> w(weight, C);
-    const auto n = (CArrayMap<T>(x + row, C) - mean[i]) * rstd[i];
-    const auto g = CArrayMap<T>(dout + row, C) * w;
-    const T g_mean = g.sum() / T(C), gn_mean = (g * n).sum() / T(C);
-    ArrayMap<T>(dx + row, C) = rstd[i] * (g - g_mean - n * gn_mean);
+    for (int i = 0; i < N; ++i) {
+      const std::ptrdiff_t row = static_cast<std::ptrdiff_t>(i) * C;
+      const CArrayMap<T> w(weight, C);
+      const auto n = (CArrayMap<T>(x + row, C) - mean[i]) * rstd[i];
+      const auto g = CArrayMap<T>(dout + row, C) * w;
+      const T g_mean = g.sum() / T(C), gn_mean = (g * n).sum() / T(C);
+      ArrayMap<T>(dx + row, C) = rstd[i] * (g - g_mean - n * gn_mean);
+    }
   }
+  if (!computes_weights(part)) return;
   for_column_blocks(C, [&](int c0, int c1) {
     for (int i = 0; i < N; ++i) {
       const std::ptrdiff_t row = static_cast<std::ptrdiff_t>(i) * C;

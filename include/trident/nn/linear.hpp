@@ -8,6 +8,7 @@
 #include <cstddef>
 
 #include <trident/backend/cpu/gemm.hpp>
+#include <trident/nn/backward_part.hpp>
 #include <trident/nn/column_blocks.hpp>
 
 namespace trident::nn {
@@ -28,12 +29,14 @@ void linear_forward(T* out, const T* x, const T* w, const T* bias, int N, int I,
 // dout: (N, O), x: (N, I), w: (I, O)
 // -> dx: (N, I) = dout w^T, overwritten (nullptr: skipped)
 //    dw: (I, O) += x^T dout;  dbias: (O) += column sums of dout (nullptr: skipped)
+// part: input (dx only: Qi et al.'s B), weight (dw, dbias only: W; w unused) or both.
 template <class T>
 void linear_backward(T* dx, T* dw, T* dbias, const T* dout, const T* x, const T* w, int N, int I,
-                     int O) {
-  if (dx)
+                     int O, BackwardPart part = BackwardPart::both) {
+  if (dx && computes_input(part))
     backend::gemm(backend::view(dx, N, I), backend::cview(dout, N, O), backend::cview(w, I, O),
                   false, true, 0);
+  if (!computes_weights(part)) return;
   backend::gemm(backend::view(dw, I, O), backend::cview(x, N, I), backend::cview(dout, N, O), true,
                 false, 1);
   if (!dbias) return;

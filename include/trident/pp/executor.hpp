@@ -4,8 +4,10 @@
 // stage is anything with
 //     forward(mb, chunk, const T* input, T* output)      input null on the first virtual stage,
 //                                                         output null on the last
-//     backward(mb, chunk, const T* doutput, T* dinput, bool last)   likewise; last: the chunk's
-//                                                         last backward of the step
+//     backward(mb, chunk, const T* doutput, T* dinput, nn::BackwardPart part, bool last)
+//                                  likewise; part: both (fused backward), input (zero-bubble's
+//                                  B) or weight (W: no doutput, no dinput); last: the chunk's
+//                                  last weight-gradient pass of the step
 // Every receive of the step is posted at the start (MPI_Irecv into its own buffer) and every
 // send is nonblocking, so transfers overlap compute; the executor waits on a receive only
 // when the schedule needs its data. Messages are told apart by tag: (receiving chunk,
@@ -37,7 +39,8 @@ class Executor {
         size_(activation_size),
         verbose_(verbose) {
     for (std::size_t i = 0; i < actions_.size(); ++i)
-      if (actions_[i].op == Op::backward) last_backward_[actions_[i].chunk] = i;
+      if (actions_[i].op == Op::backward || actions_[i].op == Op::backward_weight)
+        last_backward_[actions_[i].chunk] = i;
   }
 
   // Runs one step; returns this rank's measured spans, in seconds since `origin`.
@@ -75,7 +78,8 @@ class Executor {
           break;
         }
         case Op::forward:
-        case Op::backward: {
+        case Op::backward:
+        case Op::backward_input: {
           const bool fwd = a.op == Op::forward;
           const Op in_op = fwd ? Op::recv_forward : Op::recv_backward;
           const Op out_op = fwd ? Op::send_forward : Op::send_backward;
@@ -90,10 +94,17 @@ class Executor {
           if (fwd)
             stage.forward(a.microbatch, a.chunk, input, output);
           else
-            stage.backward(a.microbatch, a.chunk, input, output, last_backward_.at(a.chunk) == i);
+            stage.backward(a.microbatch, a.chunk, input, output, backward_part(a.op),
+                           last_backward_.at(a.chunk) == i);
           if (in != inbox.end()) inbox.erase(in);  // the received data is consumed
           spans.push_back({pp_.rank(), fwd ? SpanKind::forward : SpanKind::backward, a.microbatch,
                            a.chunk, t0, now()});
+          break;
+        }
+        case Op::backward_weight: {
+          stage.backward(a.microbatch, a.chunk, nullptr, nullptr, nn::BackwardPart::weight,
+                         last_backward_.at(a.chunk) == i);
+          spans.push_back({pp_.rank(), SpanKind::weight, a.microbatch, a.chunk, t0, now()});
           break;
         }
       }
@@ -142,7 +153,7 @@ class Executor {
   int m_, v_;
   std::size_t size_;
   bool verbose_;
-  std::map<int, std::size_t> last_backward_;  // chunk -> index of its last backward action
+  std::map<int, std::size_t> last_backward_;  // chunk -> index of its last backward (or W)
 };
 
 }  // namespace trident::pp

@@ -18,6 +18,12 @@
 //  - Interleaved 1F1B (Narayanan et al. 2021 §2.2), as Megatron-LM schedules it: microbatches go
 //    in groups of p through chunk 0, then chunk 1, ... (backward: last chunk first); warm-up of
 //    min(2 (p - s - 1) + (v - 1) p, v m) forwards. Requires m to be a multiple of p.
+//  - ZB-H1 (Qi et al. 2023, "Zero Bubble Pipeline Parallelism", §3.1): each backward split into
+//    B (input gradient, sent upstream at once) and W (weight gradient, deferrable). F and B
+//    follow 1F1B; stage s runs the W of microbatch k after the B of microbatch k + s, so W
+//    passes fill what 1F1B leaves idle, and the rest at the end. Activations held: at most p
+//    microbatches on every stage (1F1B's peak, reached by stage 0); bubble (p-1)(F + B - W)
+//    instead of 1F1B's (p-1)(F + B + W). Requires m >= p.
 #pragma once
 
 #include <algorithm>
@@ -25,10 +31,11 @@
 #include <vector>
 
 #include "../core/error.hpp"
+#include "../nn/backward_part.hpp"
 
 namespace trident::pp {
 
-enum class ScheduleKind { gpipe, one_f_one_b, interleaved };
+enum class ScheduleKind { gpipe, one_f_one_b, interleaved, zb_h1 };
 
 inline const char* to_string(ScheduleKind kind) {
   switch (kind) {
@@ -38,23 +45,36 @@ inline const char* to_string(ScheduleKind kind) {
       return "1f1b";
     case ScheduleKind::interleaved:
       return "interleaved";
+    case ScheduleKind::zb_h1:
+      return "zb-h1";
   }
   return "?";
 }
 
-// "gpipe", "1f1b" or "interleaved".
+// "gpipe", "1f1b", "interleaved" or "zb-h1".
 inline ScheduleKind parse_schedule(const std::string& name) {
-  for (ScheduleKind kind :
-       {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::interleaved})
+  for (ScheduleKind kind : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b,
+                            ScheduleKind::interleaved, ScheduleKind::zb_h1})
     if (name == to_string(kind)) return kind;
-  fail("unknown pipeline schedule '" + name + "' (expected gpipe, 1f1b or interleaved)");
+  fail("unknown pipeline schedule '" + name + "' (expected gpipe, 1f1b, interleaved or zb-h1)");
 }
 
 // recv_forward: receive the input activation of (microbatch, chunk) from the previous virtual
 // stage; send_forward: send this chunk's output activation to the next virtual stage;
 // recv_backward: receive the gradient of this chunk's output from the next virtual stage;
 // send_backward: send the gradient of this chunk's input to the previous virtual stage.
-enum class Op { forward, backward, recv_forward, send_forward, recv_backward, send_backward };
+// backward is the fused backward; zero-bubble schedules split it into backward_input (B: the
+// input gradient, followed by send_backward) and backward_weight (W: the weight gradients).
+enum class Op {
+  forward,
+  backward,
+  recv_forward,
+  send_forward,
+  recv_backward,
+  send_backward,
+  backward_input,
+  backward_weight
+};
 
 inline const char* to_string(Op op) {
   switch (op) {
@@ -70,6 +90,10 @@ inline const char* to_string(Op op) {
       return "recv_backward";
     case Op::send_backward:
       return "send_backward";
+    case Op::backward_input:
+      return "backward_input";
+    case Op::backward_weight:
+      return "backward_weight";
   }
   return "?";
 }
@@ -87,7 +111,14 @@ inline bool operator==(const Action& a, const Action& b) {
 }
 
 inline bool is_compute(Op op) {
-  return op == Op::forward || op == Op::backward;
+  return op == Op::forward || op == Op::backward || op == Op::backward_input ||
+         op == Op::backward_weight;
+}
+// The part of the layers' backward a compute action runs (nn/backward_part.hpp).
+inline nn::BackwardPart backward_part(Op op) {
+  return op == Op::backward_input    ? nn::BackwardPart::input
+         : op == Op::backward_weight ? nn::BackwardPart::weight
+                                     : nn::BackwardPart::both;
 }
 inline bool is_send(Op op) {
   return op == Op::send_forward || op == Op::send_backward;
@@ -96,12 +127,13 @@ inline bool is_recv(Op op) {
   return op == Op::recv_forward || op == Op::recv_backward;
 }
 
-// Compact form: F3 / B3 for compute (F3c1 for chunk 1), rF3<1 / sF3>2 for receiving the input of
-// F3 from stage 1 / sending its output to stage 2, rB3<2 / sB3>1 likewise for gradients.
+// Compact form: F3 / B3 / W3 for compute (F3c1 for chunk 1; B3 is the fused backward, or B
+// alone in zero-bubble schedules), rF3<1 / sF3>2 for receiving the input of F3 from stage 1 /
+// sending its output to stage 2, rB3<2 / sB3>1 likewise for gradients.
 inline std::string to_string(const Action& a) {
   const bool forward = a.op == Op::forward || a.op == Op::recv_forward || a.op == Op::send_forward;
   std::string s = is_recv(a.op) ? "r" : is_send(a.op) ? "s" : "";
-  s += (forward ? "F" : "B") + std::to_string(a.microbatch);
+  s += (forward ? "F" : a.op == Op::backward_weight ? "W" : "B") + std::to_string(a.microbatch);
   if (a.chunk != 0) s += "c" + std::to_string(a.chunk);
   if (!is_compute(a.op)) s += (is_recv(a.op) ? "<" : ">") + std::to_string(a.peer);
   return s;
@@ -123,6 +155,13 @@ inline void validate(const ScheduleSpec& spec) {
   if (spec.kind != ScheduleKind::interleaved) {
     require(spec.chunks == 1, name + "takes 1 model chunk per stage (got chunks = " +
                                   std::to_string(spec.chunks) + "; use interleaved for more)");
+    if (spec.kind == ScheduleKind::zb_h1)
+      require(spec.microbatches >= spec.stages,
+              name +
+                  "needs at least as many microbatches as stages, m >= p (Qi et al. 2023 "
+                  "§3.1): got " +
+                  std::to_string(spec.microbatches) + " microbatches for " +
+                  std::to_string(spec.stages) + " stages");
     return;
   }
   require(spec.chunks >= 2, name + "needs at least 2 model chunks per stage (got chunks = " +
@@ -150,11 +189,13 @@ struct StageWriter {
     actions.push_back({Op::forward, mb, chunk, -1});
     if (has_next(chunk)) actions.push_back({Op::send_forward, mb, chunk, next()});
   }
-  void backward(int mb, int chunk) {
+  // op: backward (fused) or backward_input (B); both receive and send the gradients.
+  void backward(int mb, int chunk, Op op = Op::backward) {
     if (has_next(chunk)) actions.push_back({Op::recv_backward, mb, chunk, next()});
-    actions.push_back({Op::backward, mb, chunk, -1});
+    actions.push_back({op, mb, chunk, -1});
     if (has_prev(chunk)) actions.push_back({Op::send_backward, mb, chunk, prev()});
   }
+  void weight(int mb, int chunk) { actions.push_back({Op::backward_weight, mb, chunk, -1}); }
 };
 
 // Forwards run before the steady state on `stage`.
@@ -164,6 +205,7 @@ inline int warmup(const ScheduleSpec& spec, int stage) {
     case ScheduleKind::gpipe:
       return m;
     case ScheduleKind::one_f_one_b:
+    case ScheduleKind::zb_h1:
       return std::min(p - stage - 1, m);
     case ScheduleKind::interleaved:
       return std::min(2 * (p - stage - 1) + (v - 1) * p, v * m);
@@ -196,9 +238,17 @@ inline std::vector<std::vector<Action>> make_schedule(const ScheduleSpec& spec) 
       const detail::Unit u = detail::unit(spec, k, true);
       w.forward(u.microbatch, u.chunk);
     };
+    // ZB-H1: B in backward's place, and the W of unit k - s after the B of unit k.
+    const bool split = spec.kind == ScheduleKind::zb_h1;
+    const int delay = s;
+    int weights = 0;  // W passes written
     auto backward = [&](int k) {
       const detail::Unit u = detail::unit(spec, k, false);
-      w.backward(u.microbatch, u.chunk);
+      w.backward(u.microbatch, u.chunk, split ? Op::backward_input : Op::backward);
+      for (; split && weights <= k - delay; ++weights) {
+        const detail::Unit uw = detail::unit(spec, weights, false);
+        w.weight(uw.microbatch, uw.chunk);
+      }
     };
     const int warmup = detail::warmup(spec, s);
     for (int k = 0; k < warmup; ++k) forward(k);  // warm-up
@@ -207,6 +257,10 @@ inline std::vector<std::vector<Action>> make_schedule(const ScheduleSpec& spec) 
       backward(k);
     }
     for (int k = units - warmup; k < units; ++k) backward(k);  // cool-down
+    for (; split && weights < units; ++weights) {              // ZB-H1: the deferred W passes
+      const detail::Unit uw = detail::unit(spec, weights, false);
+      w.weight(uw.microbatch, uw.chunk);
+    }
     schedule.push_back(std::move(w.actions));
   }
   return schedule;

@@ -3,7 +3,8 @@
 // First, what must hold whatever the timing (else trident::Error naming the action): within a
 // stage, a forward follows its recv_forward, a backward its forward and recv_backward, a send its
 // compute, nothing happens twice; across stages, every receive meets exactly one send (same
-// direction, microbatch, virtual stage, and peers) and every send is received. Then the stages run
+// direction, microbatch, virtual stage, and peers) and every send is received; a zero-bubble W
+// follows its B. Then the stages run
 // against each other with the semantics of schedule.hpp (buffered sends, blocking receives): a
 // state where no stage can move before all are done is a deadlock, reported with which stages
 // wait for what. Costs: one microbatch through all of a stage's layers takes `forward` (or
@@ -24,9 +25,11 @@
 
 namespace trident::pp {
 
-// forward/backward: one microbatch through ALL of a stage's layers.
+// forward/backward: one microbatch through ALL of a stage's layers. backward is the fused
+// backward; zero-bubble's W takes weight_fraction of it and B the rest (equal F, B and W, as in
+// Qi et al. 2023's analysis: forward 1, backward 2, weight_fraction 0.5).
 struct Costs {
-  double forward = 1, backward = 1, p2p = 0;
+  double forward = 1, backward = 1, p2p = 0, weight_fraction = 0.5;
 };
 
 struct Simulation {
@@ -35,8 +38,11 @@ struct Simulation {
   double makespan = 0;
   double bubble_fraction = 0;
   // peak_in_flight[s]: most microbatch-chunks whose forward has run on stage s and whose backward
-  // has not (activations held).
+  // (zero-bubble: whose W) has not (activations held).
   std::vector<int> peak_in_flight;
+  // peak_before_input_gradient[s]: the same until the backward or B (the activations that B reads;
+  // W reads only the layers' inputs and output gradients): 1F1B's peak_in_flight for ZB-H1.
+  std::vector<int> peak_before_input_gradient;
   Timeline timeline;
 };
 
@@ -88,8 +94,14 @@ inline void check_schedule(const Schedule& schedule, int chunks) {
           if (!first && !has(Op::recv_forward)) bad("runs before its recv_forward");
           break;
         case Op::backward:
+        case Op::backward_input:
           if (!has(Op::forward)) bad("runs before its forward");
           if (!last && !has(Op::recv_backward)) bad("runs before its recv_backward");
+          if (has(a.op == Op::backward ? Op::backward_input : Op::backward))
+            bad("runs after the other kind of backward of the same microbatch");
+          break;
+        case Op::backward_weight:
+          if (!has(Op::backward_input)) bad("runs before its backward_input");
           break;
         case Op::recv_forward:
           if (first) bad("receives on the first virtual stage");
@@ -103,7 +115,7 @@ inline void check_schedule(const Schedule& schedule, int chunks) {
           break;
         case Op::send_backward:
           if (first) bad("sends before the first virtual stage");
-          if (!has(Op::backward)) bad("sends before its backward");
+          if (!has(Op::backward) && !has(Op::backward_input)) bad("sends before its backward");
           break;
       }
       done.insert({a.op, a.microbatch, a.chunk});
@@ -138,7 +150,8 @@ inline Simulation simulate(const std::vector<std::vector<Action>>& schedule, Cos
   Simulation sim;
   sim.timeline.ranks = stages;
   sim.peak_in_flight.assign(stages, 0);
-  std::vector<int> in_flight(stages, 0);
+  sim.peak_before_input_gradient.assign(stages, 0);
+  std::vector<int> in_flight(stages, 0), before_input_gradient(stages, 0);
   std::vector<size_t> next(stages, 0);     // each stage's next action
   std::vector<double> clock(stages, 0);    // and the time it can start
   std::map<detail::Message, double> sent;  // message -> time of its send
@@ -156,12 +169,20 @@ inline Simulation simulate(const std::vector<std::vector<Action>>& schedule, Cos
       sent[detail::message_of(a, s, stages)] = t;
     } else {
       const bool forward = a.op == Op::forward;
-      const double cost = (forward ? costs.forward : costs.backward) / chunks;
-      sim.timeline.spans.push_back({s, forward ? SpanKind::forward : SpanKind::backward,
-                                    a.microbatch, a.chunk, t, t + cost});
+      const double share = a.op == Op::backward_input    ? 1 - costs.weight_fraction
+                           : a.op == Op::backward_weight ? costs.weight_fraction
+                                                         : 1;
+      const double cost = (forward ? costs.forward : costs.backward * share) / chunks;
+      const SpanKind kind = forward                       ? SpanKind::forward
+                            : a.op == Op::backward_weight ? SpanKind::weight
+                                                          : SpanKind::backward;
+      sim.timeline.spans.push_back({s, kind, a.microbatch, a.chunk, t, t + cost});
       t += cost;
-      in_flight[s] += forward ? 1 : -1;
+      in_flight[s] += forward ? 1 : a.op == Op::backward_input ? 0 : -1;
+      before_input_gradient[s] += forward ? 1 : a.op == Op::backward_weight ? 0 : -1;
       sim.peak_in_flight[s] = std::max(sim.peak_in_flight[s], in_flight[s]);
+      sim.peak_before_input_gradient[s] =
+          std::max(sim.peak_before_input_gradient[s], before_input_gradient[s]);
     }
     ++next[s];
     return true;

@@ -1,7 +1,8 @@
 // trident/pp/svg.hpp: a Timeline drawn as the pipeline figures of the GPipe and Megatron-LM papers.
 //
 // Ranks are rows, time runs left to right. Each forward and backward pass is a box numbered with
-// its microbatch and coloured by it: forward lighter, backward darker. For interleaved schedules,
+// its microbatch and coloured by it: forward lighter, backward darker; zero-bubble schedules' W
+// (weight gradients) in a greyer middle shade of the same hue. For interleaved schedules,
 // chunk c > 0 is hatched (one hatch direction per chunk). Time spent receiving a message in
 // transit is a thin grey bar at the bottom of the row; the blank rest of a row is the bubble.
 // Below: a time axis and a legend. The plot is 960 px wide, wider (up to 4800) when the shortest
@@ -64,10 +65,13 @@ inline std::string hsl(double hue, double saturation, double lightness) {
   return text;
 }
 
-// Microbatch colours: hues a golden angle apart, so neighbours differ; backward darker.
-inline std::string box_colour(int microbatch, bool forward) {
+// Microbatch colours: hues a golden angle apart, so neighbours differ; backward darker, W
+// (weight gradients) greyer between the two.
+inline std::string box_colour(int microbatch, SpanKind kind) {
   const double hue = std::fmod(microbatch * 137.508, 360.0);
-  return forward ? hsl(hue, 0.70, 0.80) : hsl(hue, 0.60, 0.40);
+  return kind == SpanKind::forward  ? hsl(hue, 0.70, 0.80)
+         : kind == SpanKind::weight ? hsl(hue, 0.30, 0.62)
+                                    : hsl(hue, 0.60, 0.40);
 }
 
 // A tick step of 1, 2 or 5 times a power of ten, giving about 10 ticks.
@@ -80,12 +84,12 @@ inline double tick_step(double span) {
 // One compute box: filled, hatched for chunk > 0, numbered when wide enough.
 inline void draw_box(std::ostringstream& svg, const Span& s, const std::string& row_label, double x,
                      double y, double w, double h) {
-  const bool forward = s.kind == SpanKind::forward;
+  const bool light = s.kind != SpanKind::backward;  // dark text on it
   svg << "<g class=\"" << to_string(s.kind) << "\"><title>" << row_label << ' ' << s.rank << ' '
       << to_string(s.kind) << " microbatch " << s.microbatch << " chunk " << s.chunk << " ["
       << number(s.begin) << ", " << number(s.end) << ")</title>";
   svg << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << w << "\" height=\"" << h
-      << "\" fill=\"" << box_colour(s.microbatch, forward)
+      << "\" fill=\"" << box_colour(s.microbatch, s.kind)
       << "\" stroke=\"#ffffff\" stroke-width=\"0.8\"/>";
   if (s.chunk > 0)
     svg << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << w << "\" height=\"" << h
@@ -95,7 +99,7 @@ inline void draw_box(std::ostringstream& svg, const Span& s, const std::string& 
   if (font >= 6)
     svg << "<text x=\"" << x + w / 2 << "\" y=\"" << y + h / 2 + font * 0.35 << "\" font-size=\""
         << font << "\" text-anchor=\"middle\" font-weight=\"bold\" fill=\""
-        << (forward ? "#1a1a1a" : "#ffffff") << "\">" << label << "</text>";
+        << (light ? "#1a1a1a" : "#ffffff") << "\">" << label << "</text>";
   svg << "</g>\n";
 }
 
@@ -110,8 +114,7 @@ inline std::string timeline_svg(const Timeline& timeline, const std::string& tit
   for (const Span& s : timeline.spans) {
     chunks = std::max(chunks, s.chunk + 1);
     microbatches = std::max(microbatches, s.microbatch + 1);
-    const bool compute = s.kind == SpanKind::forward || s.kind == SpanKind::backward;
-    if (compute && s.end > s.begin && (shortest == 0 || s.end - s.begin < shortest))
+    if (is_compute(s.kind) && s.end > s.begin && (shortest == 0 || s.end - s.begin < shortest))
       shortest = s.end - s.begin;
   }
   const double t0 = timeline.start(), span = timeline.makespan() > 0 ? timeline.makespan() : 1;
@@ -149,7 +152,7 @@ inline std::string timeline_svg(const Timeline& timeline, const std::string& tit
   for (const Span& s : timeline.spans) {
     const double x = left + (s.begin - t0) * scale, w = (s.end - s.begin) * scale;
     const double y = top + s.rank * (row + gap);
-    if (s.kind == SpanKind::forward || s.kind == SpanKind::backward)
+    if (is_compute(s.kind))
       detail::draw_box(svg, s, row_label, x, y, w, row);
     else if (s.kind == SpanKind::send || s.kind == SpanKind::recv)
       svg << "<rect class=\"" << to_string(s.kind) << "\" x=\"" << x << "\" y=\"" << y + row - 4
@@ -182,8 +185,12 @@ inline std::string timeline_svg(const Timeline& timeline, const std::string& tit
         << "</text>\n";
     x += 30 + 7 * text.size();
   };
-  item(detail::box_colour(0, true), "", "forward (lighter)");
-  item(detail::box_colour(0, false), "", "backward (darker)");
+  item(detail::box_colour(0, SpanKind::forward), "", "forward (lighter)");
+  const bool split = std::any_of(timeline.spans.begin(), timeline.spans.end(),
+                                 [](const Span& s) { return s.kind == SpanKind::weight; });
+  item(detail::box_colour(0, SpanKind::backward), "",
+       split ? "B: input gradient (darker)" : "backward (darker)");
+  if (split) item(detail::box_colour(0, SpanKind::weight), "", "W: weight gradient (greyer)");
   for (int c = 0; c < chunks && chunks > 1; ++c)
     item("#dddddd", c ? "url(#chunk" + std::to_string(c) + ")" : "", "chunk " + std::to_string(c));
   const bool messages = std::any_of(
@@ -195,8 +202,9 @@ inline std::string timeline_svg(const Timeline& timeline, const std::string& tit
   for (int mb = 0; mb < microbatches; ++mb) {
     const double sx = left + 80 + (mb % per_line) * 22, sy = legend + 25 + (mb / per_line) * 22;
     svg << "<rect x=\"" << sx << "\" y=\"" << sy << "\" width=\"20\" height=\"16\" fill=\""
-        << detail::box_colour(mb, false) << "\"/><text x=\"" << sx + 10 << "\" y=\"" << sy + 12
-        << "\" font-size=\"10\" text-anchor=\"middle\" fill=\"#ffffff\">" << mb << "</text>\n";
+        << detail::box_colour(mb, SpanKind::backward) << "\"/><text x=\"" << sx + 10 << "\" y=\""
+        << sy + 12 << "\" font-size=\"10\" text-anchor=\"middle\" fill=\"#ffffff\">" << mb
+        << "</text>\n";
   }
   svg << "</svg>\n";
   return svg.str();

@@ -4,7 +4,8 @@
 // (simulate.hpp) produces one in cost units; the executor can record one in seconds. Both are
 // drawn by svg.hpp and exported by io/chrome_trace.hpp. The pipeline bubble (Huang et al. 2019)
 // is the time ranks spend not computing: bubble_fraction = idle time summed over ranks /
-// (ranks * makespan), where a rank's idle time is makespan minus its forward + backward time.
+// (ranks * makespan), where a rank's idle time is makespan minus its forward + backward (B and W)
+// time.
 #pragma once
 
 #include <algorithm>
@@ -12,7 +13,8 @@
 
 namespace trident::pp {
 
-enum class SpanKind { forward, backward, send, recv, idle };
+// backward: the fused backward, or zero-bubble's B (input gradient); weight: zero-bubble's W.
+enum class SpanKind { forward, backward, send, recv, idle, weight };
 
 inline const char* to_string(SpanKind kind) {
   switch (kind) {
@@ -26,8 +28,14 @@ inline const char* to_string(SpanKind kind) {
       return "recv";
     case SpanKind::idle:
       return "idle";
+    case SpanKind::weight:
+      return "weight";
   }
   return "?";
+}
+
+inline bool is_compute(SpanKind kind) {
+  return kind == SpanKind::forward || kind == SpanKind::backward || kind == SpanKind::weight;
 }
 
 struct Span {
@@ -58,7 +66,7 @@ struct Timeline {
     if (total <= 0) return 0;
     double compute = 0;
     for (const Span& s : spans)
-      if (s.kind == SpanKind::forward || s.kind == SpanKind::backward) compute += s.end - s.begin;
+      if (is_compute(s.kind)) compute += s.end - s.begin;
     return (total - compute) / total;
   }
 };

@@ -35,11 +35,13 @@ struct ColumnParallelLinear {
     return used;
   }
   // dy: (N, out); dx_full: (N, in) scratch; dx: (n, in), may be dx_full without SP.
-  // dw, db accumulate.
+  // dw, db accumulate. part (nn/backward_part.hpp): the weight half needs no communication.
   void backward(const TensorParallel& tp, T* dx, T* dx_full, T* dw, T* db, const T* dy,
-                const T* x_used, const T* w, int N) const {
-    nn::linear_backward(dx_full, dw, db, dy, x_used, w, N, in, out);
-    tp.enter_backward(dx, dx_full, std::size_t(tp.local_rows(N)) * in);
+                const T* x_used, const T* w, int N,
+                nn::BackwardPart part = nn::BackwardPart::both) const {
+    nn::linear_backward(dx_full, dw, db, dy, x_used, w, N, in, out, part);
+    if (nn::computes_input(part))
+      tp.enter_backward(dx, dx_full, std::size_t(tp.local_rows(N)) * in);
   }
 };
 
@@ -57,13 +59,15 @@ struct RowParallelLinear {
     MatMap<T>(y, n, out).rowwise() += CRowMap<T>(b, out);  // bias after the reduction
   }
   // dy: (n, out); dy_full: (N, out) buffer used under SP; dx: (N, in). dw, db accumulate (db
-  // from this rank's rows: a partial sum over TP ranks under SP).
+  // from this rank's rows: a partial sum over TP ranks under SP). part: the input half gathers
+  // dy into dy_full (SP); the weight half reads it there, so dy_full must be kept until then.
   void backward(const TensorParallel& tp, T* dx, T* dw, T* db, const T* dy, T* dy_full, const T* x,
-                const T* w, int N) const {
+                const T* w, int N, nn::BackwardPart part = nn::BackwardPart::both) const {
     const int n = tp.local_rows(N);
-    RowMap<T>(db, out) += CMatMap<T>(dy, n, out).colwise().sum();
-    const T* d = tp.exit_backward(dy, dy_full, std::size_t(n) * out);
-    nn::linear_backward(dx, dw, static_cast<T*>(nullptr), d, x, w, N, in, out);
+    if (nn::computes_weights(part)) RowMap<T>(db, out) += CMatMap<T>(dy, n, out).colwise().sum();
+    const T* d = !nn::computes_input(part) ? (tp.sequence_parallel ? dy_full : dy)
+                                           : tp.exit_backward(dy, dy_full, std::size_t(n) * out);
+    nn::linear_backward(dx, dw, static_cast<T*>(nullptr), d, x, w, N, in, out, part);
   }
 };
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "../backend/cpu/gemm.hpp"
+#include "../nn/backward_part.hpp"
 #include "../nn/cross_entropy.hpp"
 #include "../nn/embedding.hpp"
 #include "tensor_parallel.hpp"
@@ -28,7 +29,8 @@ struct VocabParallelEmbedding {
     tp.exit(h, partial, std::size_t(n) * C);
     nn::position_embedding_forward(h, wpe, n, B, first_position(tp, N, B), C);
   }
-  // dh: (n, C); dh_full: (N, C) buffer used under SP. dwte, dwpe accumulate.
+  // dh: (n, C); dh_full: (N, C) buffer used under SP. dwte, dwpe accumulate. The embedding has
+  // no input gradient: all of its backward is weight gradient (zero-bubble's W).
   void backward(const TensorParallel& tp, T* dwte, T* dwpe, const T* dh, T* dh_full,
                 const std::int32_t* tokens, int N, int B) const {
     const int n = tp.local_rows(N);
@@ -64,12 +66,17 @@ struct VocabParallelHead {
     return used;
   }
   // scale: d(loss)/d(each token's loss), 1 / tokens of the global batch. dlogits overwrites
-  // probs. dh_full: (N, C) scratch; dh: (n, C). dwte accumulates.
+  // probs. dh_full: (N, C) scratch; dh: (n, C). dwte accumulates. part: the input half (B)
+  // writes dlogits into probs and dh; the weight half (W) reads dlogits and `used` for dwte.
   void backward(const TensorParallel& tp, T* dh, T* dh_full, T* dwte, T* probs,
-                const std::int32_t* targets, const T* used, const T* wte, T scale, int N) const {
-    nn::cross_entropy_backward(probs, probs, targets, scale, N, rows, vocab_begin);
-    backend::gemm(backend::view(dwte, rows, C), backend::cview(probs, N, rows),
-                  backend::cview(used, N, C), true, false, T(1));
+                const std::int32_t* targets, const T* used, const T* wte, T scale, int N,
+                nn::BackwardPart part = nn::BackwardPart::both) const {
+    if (nn::computes_input(part))
+      nn::cross_entropy_backward(probs, probs, targets, scale, N, rows, vocab_begin);
+    if (nn::computes_weights(part))
+      backend::gemm(backend::view(dwte, rows, C), backend::cview(probs, N, rows),
+                    backend::cview(used, N, C), true, false, T(1));
+    if (!nn::computes_input(part)) return;
     backend::gemm(backend::view(dh_full, N, C), backend::cview(probs, N, rows),
                   backend::cview(wte, rows, C), false, false, T(0));
     tp.enter_backward(dh, dh_full, std::size_t(tp.local_rows(N)) * C);

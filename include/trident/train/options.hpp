@@ -65,7 +65,12 @@ inline void validate(const TrainOptions& o, int world_size) {
   Mesh<>::validate(o.mesh, world_size);
   validate_tensor_parallel(o.model, o.mesh.tp, o.sequence_parallel);
   require(o.virtual_stages == 1 || o.schedule == pp::ScheduleKind::interleaved,
-          "virtual stages need the interleaved schedule");
+          std::string("virtual stages need the interleaved schedule (") +
+              pp::to_string(o.schedule) + " runs 1 model chunk per pipeline rank)");
+  require(!(o.recompute && o.schedule == pp::ScheduleKind::zb_h1),
+          "zb-h1 cannot honour --recompute: its W pass (weight gradients) runs after B and needs "
+          "the block activations that full recomputation drops after B; use 1f1b with "
+          "--recompute");
   layer_split(o);
   require(o.microbatches >= 1, "microbatches must be at least 1");
   pp::validate({o.schedule, o.mesh.pp, o.microbatches, o.virtual_stages});

@@ -51,8 +51,7 @@ RunReport make_report(Trainer<T, S>& t, const std::vector<StepResult>& measured)
                bytes("emb")};
   for (const StepResult& r : measured)
     for (const pp::Span& s : r.spans) {
-      if (s.kind == pp::SpanKind::forward || s.kind == pp::SpanKind::backward)
-        f.compute += (s.end - s.begin) / n;
+      if (pp::is_compute(s.kind)) f.compute += (s.end - s.begin) / n;
       f.end = std::max(f.end, s.end);
     }
   // the spans of each step start at the step's barrier; average their length over the steps
@@ -78,7 +77,10 @@ RunReport make_report(Trainer<T, S>& t, const std::vector<StepResult>& measured)
   report.bubble = makespan > 0 ? 1.0 - compute / (report.ranks.size() * makespan) : 0;
   const TrainOptions& o = t.options();
   const double p = o.mesh.pp, m = o.microbatches, v = o.virtual_stages;
-  report.bubble_formula = (p - 1) / (v * m + p - 1);
+  // 1F1B (and GPipe, interleaved: v m); ZB-H1 with F = B = W: idle (p-1)(F + B - W) = (p-1) F
+  // next to m (F + B + W) = 3 m F of work per stage (Qi et al. 2023 §3.1)
+  report.bubble_formula =
+      o.schedule == pp::ScheduleKind::zb_h1 ? (p - 1) / (3 * m + p - 1) : (p - 1) / (v * m + p - 1);
   return report;
 }
 
@@ -107,7 +109,12 @@ inline void print_report(const RunReport& r, const TrainOptions& o) {
                 m.tp / MiB, f.tp / MiB, m.pp / MiB, f.pp / MiB, m.dp / MiB, f.dp / MiB, m.emb / MiB,
                 f.emb / MiB);
   }
-  if (o.mesh.pp > 1)
+  if (o.mesh.pp > 1 && o.schedule == pp::ScheduleKind::zb_h1)
+    std::printf(
+        "\npipeline bubble: measured %.3f, formula (p-1)/(3m+p-1) = %.3f for equal F, B, W "
+        "(Qi et al. 2023; p=%d, m=%d)\n",
+        r.bubble, r.bubble_formula, o.mesh.pp, o.microbatches);
+  else if (o.mesh.pp > 1)
     std::printf(
         "\npipeline bubble: measured %.3f, formula (p-1)/(%sm+p-1) = %.3f "
         "(p=%d, m=%d%s)\n",

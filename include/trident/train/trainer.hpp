@@ -81,8 +81,8 @@ class Trainer {
     void forward(int mb, int c, const T* in, T* out) {
       loss += t.chunks_[c]->forward(mb, t.micro_[mb], in, out, t.scale());
     }
-    void backward(int mb, int c, const T* dout, T* din, bool last) {
-      t.chunks_[c]->backward(mb, t.micro_[mb], dout, din, t.scale(), last);
+    void backward(int mb, int c, const T* dout, T* din, nn::BackwardPart part, bool last) {
+      t.chunks_[c]->backward(mb, t.micro_[mb], dout, din, t.scale(), last, part);
     }
   };
 
