@@ -131,6 +131,47 @@ TEST_CASE("layernorm: normalised rows, affine, backward against finite differenc
   CHECK(gradient_error(bias, minus(db, db0), L) < kTolerance);
 }
 
+// Zero-bubble's split (Qi et al. 2023): B writes only the input gradient, W only the weight
+// gradients (without reading the weights), and the two give the fused backward's numbers.
+TEST_CASE("linear and layernorm: backward split into input (B) and weight (W) equals the fused") {
+  std::mt19937 rng(8);
+  const int N = 6, I = 5, O = 4;
+  const Vec x = random_vector(N * I, rng), w = random_vector(I * O, rng),
+            dy = random_vector(N * O, rng), dw0 = random_vector(I * O, rng),
+            db0 = random_vector(O, rng);
+  Vec dx(N * I), dw = dw0, db = db0, dx_b(N * I), dw_b = dw0, db_b = db0;
+  nn::linear_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), N, I, O);
+  nn::linear_backward(dx_b.data(), dw_b.data(), db_b.data(), dy.data(), x.data(), w.data(), N, I, O,
+                      nn::BackwardPart::input);
+  CHECK(dx_b == dx);
+  CHECK(dw_b == dw0);  // B leaves the weight gradients alone
+  CHECK(db_b == db0);
+  Vec untouched(N * I, kGarbage);
+  nn::linear_backward(untouched.data(), dw_b.data(), db_b.data(), dy.data(), x.data(),
+                      static_cast<const double*>(nullptr), N, I, O, nn::BackwardPart::weight);
+  CHECK(dw_b == dw);
+  CHECK(db_b == db);
+  CHECK(untouched == Vec(N * I, kGarbage));  // W leaves the input gradient alone
+
+  const int C = 8;
+  const Vec xl = random_vector(N * C, rng, -2, 3), gain = random_vector(C, rng),
+            shift = random_vector(C, rng), dyl = random_vector(N * C, rng);
+  Vec y(N * C), mean(N), rstd(N);
+  nn::layernorm_forward(y.data(), mean.data(), rstd.data(), xl.data(), gain.data(), shift.data(), N,
+                        C);
+  Vec dxl(N * C), dg(C, 0.5), dbl(C, -0.5), dxl_b(N * C), dg_b(C, 0.5), dbl_b(C, -0.5);
+  nn::layernorm_backward(dxl.data(), dg.data(), dbl.data(), dyl.data(), xl.data(), gain.data(),
+                         mean.data(), rstd.data(), N, C);
+  nn::layernorm_backward(dxl_b.data(), dg_b.data(), dbl_b.data(), dyl.data(), xl.data(),
+                         gain.data(), mean.data(), rstd.data(), N, C, nn::BackwardPart::input);
+  CHECK(dxl_b == dxl);
+  CHECK(dg_b == Vec(C, 0.5));
+  nn::layernorm_backward<double>(nullptr, dg_b.data(), dbl_b.data(), dyl.data(), xl.data(), nullptr,
+                                 mean.data(), rstd.data(), N, C, nn::BackwardPart::weight);
+  CHECK(dg_b == dg);
+  CHECK(dbl_b == dbl);
+}
+
 TEST_CASE("gelu: tanh approximation, backward against finite differences, in place") {
   std::mt19937 rng(4);
   const std::size_t n = 40;

@@ -36,6 +36,15 @@ trident_cli_error(split_sum RANKS 2 PROGRAM train_gpt ARGS ${tiny} --layers 4 --
 trident_cli_error(interleaved_microbatches RANKS 2 PROGRAM train_gpt ARGS ${tiny} --layers 4 --pp 2
   --schedule interleaved --virtual-stages 2 --microbatches 3 --batch 6
   EXPECT "microbatches must be a multiple of stages (Narayanan et al. 2021 §2.2): got 3 microbatches for 2 stages")
+trident_cli_error(zb_h1_microbatches RANKS 2 PROGRAM train_gpt ARGS ${tiny} --pp 2
+  --schedule zb-h1 --microbatches 1
+  EXPECT "pipeline schedule zb-h1: needs at least as many microbatches as stages, m >= p (Qi et al. 2023 §3.1): got 1 microbatches for 2 stages")
+trident_cli_error(zb_h1_virtual_stages RANKS 2 PROGRAM train_gpt ARGS ${tiny} --layers 4 --pp 2
+  --schedule zb-h1 --virtual-stages 2 --microbatches 2
+  EXPECT "virtual stages need the interleaved schedule (zb-h1 runs 1 model chunk per pipeline rank)")
+trident_cli_error(zb_h1_recompute RANKS 2 PROGRAM train_gpt ARGS ${tiny} --pp 2
+  --schedule zb-h1 --microbatches 2 --recompute full
+  EXPECT "zb-h1 cannot honour --recompute: its W pass (weight gradients) runs after B and needs the block activations that full recomputation drops after B; use 1f1b with --recompute")
 trident_cli_error(batch_not_divisible RANKS 2 PROGRAM train_gpt ARGS ${tiny} --dp 2 --batch 5
   EXPECT "the global batch of 5 sequences is not divisible by DP=2 x 1 microbatches")
 trident_cli_error(unknown_zero_stage RANKS 2 PROGRAM train_gpt ARGS ${tiny} --zero 4
@@ -73,3 +82,4 @@ endfunction()
 trident_same_losses(tp2 RANKS 2 ARGS --tp 2)
 trident_same_losses(tp2_pp2_dp2_zero3 RANKS 8 ARGS --tp 2 --pp 2 --dp 2 --zero 3)
 trident_same_losses(pp2_interleaved_sp RANKS 4 ARGS --tp 2 --pp 2 --sequence-parallel --schedule interleaved --virtual-stages 2 --microbatches 2)
+trident_same_losses(pp2_zb_h1_dp2_zero2 RANKS 4 ARGS --pp 2 --dp 2 --zero 2 --schedule zb-h1 --microbatches 2)
