@@ -25,9 +25,27 @@ struct Flags {
   TrainOptions o;
   int steps = 300, threads = 0, log_every = 1;
   std::string dtype = "float", precision = "fp32", data = default_corpus(), schedule = "1f1b";
-  std::string recompute = "none", grad_reduce = "microbatch";
+  std::string recompute = "none", grad_reduce = "microbatch", pp_layers = "auto";
   std::string init, save, dump_grads, json, trace, svg;
 };
+
+// "auto" (empty: balanced by cost), or layers per virtual stage such as "3,2,2,1".
+std::vector<int> parse_pp_layers(const std::string& text) {
+  if (text == "auto") return {};
+  std::vector<int> split;
+  std::size_t at = 0;
+  for (;;) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    const bool digits = !item.empty() && item.size() < 9 &&
+                        item.find_first_not_of("0123456789") == std::string::npos;
+    require(digits,
+            "--pp-layers: expected auto or layers per stage such as 3,2,2,1, got '" + text + "'");
+    split.push_back(std::stoi(item));
+    if (comma == text.size()) return split;
+    at = comma + 1;
+  }
+}
 
 // Runs the whole training with compute type T and storage type S.
 template <class T, class S>
@@ -197,8 +215,9 @@ int main(int argc, char** argv) {
     app.add_option("--virtual-stages", o.virtual_stages,
                    "model chunks per pipeline rank (interleaved)")
         ->capture_default_str();
-    app.add_option("--pp-layers", o.pp_layers, "layers per (virtual) stage, e.g. 3,2,2,1")
-        ->delimiter(',');
+    app.add_option("--pp-layers", f.pp_layers,
+                   "layers per (virtual) stage, e.g. 3,2,2,1, or auto: balanced by the cost model")
+        ->capture_default_str();
     app.add_option("--recompute", f.recompute, "activation recomputation")
         ->check(CLI::IsMember({"none", "full"}))
         ->capture_default_str();
@@ -224,6 +243,7 @@ int main(int argc, char** argv) {
 
     if (mb->count() == 0) o.microbatches = o.mesh.pp > 1 ? 2 * o.mesh.pp : 1;
     o.schedule = pp::parse_schedule(f.schedule);
+    o.pp_layers = parse_pp_layers(f.pp_layers);
     o.recompute = f.recompute == "full";
     o.zero.reduce = f.grad_reduce == "step" ? GradReduce::per_step : GradReduce::per_microbatch;
     o.optimizer.steps = f.steps;

@@ -48,8 +48,11 @@ TEST_CASE("PP with TP: TP2-PP2 with m=5 and TP2-PP4 with m=4") {
   run(8, {2, 4, 1}, ScheduleKind::interleaved, 4, 8, 2);
 }
 
-TEST_CASE("an uneven split --pp-layers 3,1 and full recomputation give the same numbers") {
+TEST_CASE(
+    "uneven splits (--pp-layers 3,1; auto on 3 layers) and recomputation give the same "
+    "numbers") {
   run(2, {1, 2, 1}, ScheduleKind::one_f_one_b, 3, 4, 1, false, {3, 1});
+  run(2, {1, 2, 1}, ScheduleKind::one_f_one_b, 3, 3);  // auto: 2 + 1 (see test_plan)
   run(2, {1, 2, 1}, ScheduleKind::one_f_one_b, 3, 4, 1, /*recompute=*/true);
 }
 

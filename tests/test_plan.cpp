@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <trident/plan/balance.hpp>
 #include <trident/plan/plan.hpp>
 
 using namespace trident;
@@ -107,6 +108,25 @@ TEST_CASE("pipeline bubble: (p-1)/m, interleaved (p-1)/(v m)") {
   CHECK(bubble_fraction(8, 96) == doctest::Approx(7.0 / 96));
   CHECK(bubble_fraction(8, 96, 6) == doctest::Approx(7.0 / 576));
   CHECK(bubble_fraction(4, 4) == doctest::Approx(0.75));
+}
+
+// plan/balance.hpp: the split that minimises the costliest virtual stage, by hand.
+TEST_CASE("balanced layer split: the LM head counted, the costliest stage as cheap as can be") {
+  const ModelSpec bench{"bench", 4, 256, 8, 4096, 128};  // the head weighs 1.23 layers
+  const StageCosts c = stage_costs(bench);
+  CHECK(c.head / c.layer ==
+        doctest::Approx(2.0 * 256 * 4096 / (24.0 * 256 * 256 + 4.0 * 128 * 256)));
+  CHECK(balanced_layer_split(bench, 2) == std::vector<int>{3, 1});  // 3 vs 2.23, not 2 vs 3.23
+  CHECK(balanced_layer_split(bench, 4) == std::vector<int>{1, 1, 1, 1});
+  // a cheap head (V = 67: 0.16 layers) keeps the even split; 3 layers: the head's stage gets 1
+  const ModelSpec small{"parity", 4, 32, 8, 67, 16};
+  CHECK(balanced_layer_split(small, 2) == std::vector<int>{2, 2});
+  CHECK(balanced_layer_split(ModelSpec{"parity", 3, 32, 8, 67, 16}, 2) == std::vector<int>{2, 1});
+  // 12 layers and a head of 4.9 layers over 4 stages: the head's stage with 1 layer (5.9) is the
+  // costliest whatever the rest; of the splits that tie, fewer layers on the earlier stages
+  const ModelSpec big_head{"head", 12, 256, 8, 16384, 128};
+  CHECK(balanced_layer_split(big_head, 4) == std::vector<int>{3, 4, 4, 1});
+  CHECK_THROWS_AS(balanced_layer_split(bench, 5), Error);
 }
 
 TEST_CASE("FLOPs: 3 forwards, plus one with full recomputation (Narayanan eq. (3))") {

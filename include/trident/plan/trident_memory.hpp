@@ -29,10 +29,6 @@
 
 namespace trident::plan {
 
-inline ModelSpec model_spec(const GPTConfig& c, std::string name = "trident") {
-  return {std::move(name), c.layers, c.hidden, c.heads, c.vocab, c.seq};
-}
-
 // Bytes per element of a run computing in T and storing parameters and gradients in S.
 inline Precision trident_precision(int compute_bytes, int storage_bytes) {
   const int k = (compute_bytes == storage_bytes ? 2 : 3) * compute_bytes;  // moments (+ master)

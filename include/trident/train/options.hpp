@@ -11,6 +11,7 @@
 #include "../mesh/mesh.hpp"
 #include "../model/config.hpp"
 #include "../optim/adamw.hpp"
+#include "../plan/balance.hpp"
 #include "../pp/schedule.hpp"
 #include "../tp/tensor_parallel.hpp"
 #include "../zero/policy.hpp"
@@ -24,7 +25,7 @@ struct TrainOptions {
   pp::ScheduleKind schedule = pp::ScheduleKind::one_f_one_b;
   int microbatches = 1;        // per DP replica per step
   int virtual_stages = 1;      // model chunks per pipeline rank (interleaved schedule)
-  std::vector<int> pp_layers;  // layers per virtual stage; empty = even split
+  std::vector<int> pp_layers;  // layers per virtual stage; empty = balanced by cost (auto)
   bool recompute = false;      // full activation recomputation per block
   ZeroPolicy zero;
   int batch = 8;  // sequences in the global batch
@@ -36,7 +37,8 @@ struct TrainOptions {
   int rows_per_microbatch() const { return batch / (mesh.dp * microbatches); }
 };
 
-// Layers of each virtual stage: the explicit split, or an even one.
+// Layers of each virtual stage: the explicit split, or (`--pp-layers auto`) the one that balances
+// the virtual stages' cost, the embedding and the LM head counted (plan/balance.hpp).
 inline std::vector<int> layer_split(const TrainOptions& o) {
   const int stages = o.virtual_stage_count(), L = o.model.layers;
   auto s = [](long long v) { return std::to_string(v); };
@@ -54,9 +56,7 @@ inline std::vector<int> layer_split(const TrainOptions& o) {
           "PP=" + s(o.mesh.pp) +
               (o.virtual_stages > 1 ? " x " + s(o.virtual_stages) + " virtual stages" : "") +
               " needs at least " + s(stages) + " layers, but the model has " + s(L));
-  require(L % stages == 0, "the " + s(L) + " layers do not divide evenly over " + s(stages) +
-                               " pipeline stages; give an explicit split with --pp-layers");
-  return std::vector<int>(stages, L / stages);
+  return plan::balanced_layer_split(plan::model_spec(o.model), stages);
 }
 
 inline void validate(const TrainOptions& o, int world_size) {

@@ -1,6 +1,8 @@
 // trident/train/report.hpp: the run report — per rank, measured memory by kind and traffic per
 // axis next to their formulas (formulas.hpp), and the measured pipeline bubble next to
-// (p-1)/(m+p-1) (Huang et al. 2019; interleaved: (p-1)/(v m + p-1), Narayanan et al. 2021).
+// (p-1)/(m+p-1) (Huang et al. 2019; interleaved: (p-1)/(v m + p-1), Narayanan et al. 2021;
+// ZB-H1 with F = B = W: (p-1)/(3m+p-1), Qi et al. 2023), and each pipeline stage's busy time
+// next to the cost model's (plan/balance.hpp), which chose the layer split unless given.
 #pragma once
 
 #include <algorithm>
@@ -84,6 +86,32 @@ RunReport make_report(Trainer<T, S>& t, const std::vector<StepResult>& measured)
   return report;
 }
 
+// Each stage's measured busy time (forward, backward; the mean over its TP and DP ranks) next
+// to the prediction: the cost model's share of the stage (plan/balance.hpp's GEMM FLOPs) of the
+// measured busy time of all stages together.
+inline void print_stage_balance(const RunReport& r, const TrainOptions& o) {
+  const int p = o.mesh.pp, stages = o.virtual_stage_count();
+  const std::vector<int> split = layer_split(o);
+  const plan::StageCosts costs = plan::stage_costs(plan::model_spec(o.model));
+  std::vector<double> predicted(p, 0), measured(p, 0);
+  std::vector<std::string> layers(p);
+  for (int g = 0; g < stages; ++g) {
+    predicted[g % p] += plan::virtual_stage_cost(costs, g, stages, split[g]);
+    layers[g % p] += (layers[g % p].empty() ? "" : "+") + std::to_string(split[g]);
+  }
+  for (const RankFigures& f : r.ranks) measured[int(f.pp)] += f.compute / (o.mesh.tp * o.mesh.dp);
+  double cost_sum = 0, busy_sum = 0;
+  for (int s = 0; s < p; ++s) cost_sum += predicted[s], busy_sum += measured[s];
+  std::printf(
+      "\npipeline stages (layers %s; chunks joined by +): busy ms per step, predicted (the cost "
+      "model's share of the measured total) / measured\n",
+      o.pp_layers.empty() ? "auto" : "given");
+  for (int s = 0; s < p; ++s)
+    std::printf("  stage %d: layers %-8s %s%s %8.2f / %-8.2f\n", s, layers[s].c_str(),
+                s == 0 ? "+embedding" : "          ", s == p - 1 ? "+head" : "     ",
+                1e3 * busy_sum * predicted[s] / cost_sum, 1e3 * measured[s]);
+}
+
 inline void print_report(const RunReport& r, const TrainOptions& o) {
   const double MiB = 1024.0 * 1024.0;
   std::printf(
@@ -109,6 +137,7 @@ inline void print_report(const RunReport& r, const TrainOptions& o) {
                 m.tp / MiB, f.tp / MiB, m.pp / MiB, f.pp / MiB, m.dp / MiB, f.dp / MiB, m.emb / MiB,
                 f.emb / MiB);
   }
+  if (o.mesh.pp > 1) print_stage_balance(r, o);
   if (o.mesh.pp > 1 && o.schedule == pp::ScheduleKind::zb_h1)
     std::printf(
         "\npipeline bubble: measured %.3f, formula (p-1)/(3m+p-1) = %.3f for equal F, B, W "
