@@ -16,6 +16,18 @@
 // the formula assumes), and the bench model itself (V=4096: the last stage also runs an LM head
 // worth ~1.2 blocks). "check": the same GEMM on all ranks at once over its time on rank 0
 // alone, right after the row (1.00: a core per rank; p / cores when ranks share the cores).
+// The bubble table splits the layers evenly, as the formula assumes equal stages.
+//
+// ZB-H1 next to 1F1B (Qi et al. 2023), the bench model with V = 256 (equal stages: the bubble is
+// the schedule's) and V = 4096 (the head's stage lighter, even with the layers split by the cost
+// model: idle time no schedule removes), --pp-layers auto, global batch 16, m = 4, 8, 16: the two
+// trainers' steps interleaved; for each, the median spans bubble and each stage's peak of
+// activation memory (MemoryKind:: activations, the most held at once during the measured steps).
+// The formula columns: 1F1B's (p-1)/(m+p-1) and ZB-H1's (p-1)/(3m+p-1), both for equal stages (and,
+// ZB-H1, F = B = W).
+//
+// Training rows: the bench model, global batch 8, m = 8: layers even, auto with 1F1B, auto with
+// ZB-H1, each next to the single process in the same run.
 #include <CLI/CLI.hpp>
 #include <trident/io/cli.hpp>
 #include <trident/trident.hpp>
@@ -42,6 +54,7 @@ struct Bubble {
 Bubble measure_bubble(const Comm& world, const TrainOptions& o, int steps, int cores) {
   TrainOptions alone = o;
   alone.mesh = {1, 1, 1};
+  alone.pp_layers.clear();
   SingleProcess single(world, alone);
   Trainer<float> t(world, o, TokenSource::synthetic(o.model.vocab));
   t.step();
@@ -59,6 +72,52 @@ Bubble measure_bubble(const Comm& world, const TrainOptions& o, int steps, int c
     work.push_back(1 - w / (std::min(world.size(), cores) * makespan));
   }
   return {median(spans), median(work)};
+}
+
+// The spans bubble of one step of t (collective).
+double step_bubble(const Comm& world, Trainer<float>& t) {
+  const StepResult r = t.step();
+  double end = 0;
+  for (const pp::Span& sp : r.spans) end = std::max(end, sp.end);
+  const double compute = world.all_reduce_value(compute_seconds(r.spans));
+  return 1 - compute / (world.size() * slowest(world, end));
+}
+
+// ZB-H1 next to 1F1B: median spans bubble of `steps` steps each, interleaved, and each stage's
+// activation peak in MiB (rank = stage).
+void zero_bubble_row(const Comm& world, int vocab, int m, int steps) {
+  const int p = world.size();
+  std::vector<std::unique_ptr<Trainer<float>>> t;
+  for (pp::ScheduleKind kind : {pp::ScheduleKind::one_f_one_b, pp::ScheduleKind::zb_h1}) {
+    TrainOptions o = bench_options({1, p, 1}, m);
+    o.batch = 16;
+    o.model.vocab = vocab;
+    o.schedule = kind;
+    t.push_back(std::make_unique<Trainer<float>>(world, o, TokenSource::synthetic(o.model.vocab)));
+  }
+  std::vector<double> bubble[2], peak(2, 0);
+  for (auto& x : t) x->step();  // warm-up
+  for (int s = 0; s < steps; ++s)
+    for (int k = 0; k < 2; ++k) {
+      const int which = (k + s) % 2;
+      memory_stats().reset_peaks();
+      bubble[which].push_back(step_bubble(world, *t[which]));
+      peak[which] = std::max(peak[which], double(memory_stats().peak(MemoryKind::activations)));
+    }
+  std::vector<double> peaks(2 * p);
+  world.all_gather(Span<const double>(peak), Span<double>(peaks));
+  if (world.rank() != 0) return;
+  const double MiB = 1024.0 * 1024.0;
+  std::string layers;
+  for (int n : layer_split(t[0]->options()))
+    layers += (layers.empty() ? "" : "+") + std::to_string(n);
+  std::printf("%5d %4d %7s | %9.3f %9.3f | %9.3f %9.3f | %6.2f |", m, layers.c_str(),
+              median(bubble[0]), double(p - 1) / (m + p - 1), median(bubble[1]),
+              double(p - 1) / (3 * m + p - 1), median(bubble[1]) / median(bubble[0]));
+  for (int r = 0; r < p; ++r)
+    std::printf(" %5.1f/%-5.1f", peaks[2 * r] / MiB, peaks[2 * r + 1] / MiB);
+  std::printf("\n");
+  std::fflush(stdout);
 }
 
 }  // namespace
@@ -102,6 +161,7 @@ int main(int argc, char** argv) {
         TrainOptions o = bench_options({1, p, 1}, m);
         o.batch = 16;
         o.schedule = pp::parse_schedule(schedule);
+        o.pp_layers.assign(p, o.model.layers / p);  // equal layers, as the formula assumes
         if (k == 0) o.model.vocab = 256;
         b[k] = measure_bubble(world, o, k == 0 ? steps : std::max(1, steps / 2), cores);
       }
@@ -113,17 +173,41 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
 
+    if (world.rank() == 0) {
+      std::printf(
+          "\n# ZB-H1 next to 1F1B: bench model (V=256: equal stages), global batch 16, layers "
+          "auto; median of %d "
+          "steps each, interleaved; %s\n",
+          steps, load_average().c_str());
+      std::printf("%5s %4s %7s | %-19s | %-19s | %6s | %s\n", "", "", "", "1F1B bubble",
+                  "ZB-H1 bubble", "ZB/1F1B", "activation peak MiB per stage, 1F1B/ZB-H1");
+      std::printf("%5s %4s %7s | %9s %9s | %9s %9s | %6s |", "V", "m", "layers", "spans", "formula",
+                  "spans", "formula", "");
+      for (int r = 0; r < p; ++r) std::printf(" %11s", ("stage " + std::to_string(r)).c_str());
+      std::printf("\n");
+    }
+    for (int vocab : {256, 4096})
+      for (int m : steps > 0 ? std::vector<int>{4, 8, 16} : std::vector<int>{})
+        zero_bubble_row(world, vocab, m, steps);
+
     // Throughput on the bench model (global batch 8), m = 8; for p = 2 also with V = 256.
     TrainOptions even = bench_options({1, p, 1}, 8);
     even.schedule = pp::parse_schedule(schedule);
+    even.pp_layers.assign(p, even.model.layers / p);  // 2+2 or 1+1+1+1
     Trainer<float> t_even(world, even, TokenSource::synthetic(even.model.vocab));
     if (world.rank() == 0) std::printf("\n");
     if (p == 2) {
-      TrainOptions balanced = even;  // the LM head weighs ~1.2 blocks: 3 + 1 balances better
-      balanced.pp_layers = {3, 1};
+      TrainOptions balanced = even;  // auto: the LM head weighs ~1.2 blocks, 3 + 1
+      balanced.pp_layers.clear();
+      balanced.schedule = pp::ScheduleKind::one_f_one_b;
+      TrainOptions zb = balanced;
+      zb.schedule = pp::ScheduleKind::zb_h1;
       Trainer<float> t_balanced(world, balanced, TokenSource::synthetic(even.model.vocab));
+      Trainer<float> t_zb(world, zb, TokenSource::synthetic(even.model.vocab));
       training_table(world, train_seconds, bench_options(),
-                     {{"PP=2, m=8, layers 2+2", &t_even}, {"PP=2, m=8, layers 3+1", &t_balanced}});
+                     {{"PP=2, m=8, layers 2+2", &t_even},
+                      {"PP=2, m=8, auto 1f1b", &t_balanced},
+                      {"PP=2, m=8, auto zb-h1", &t_zb}});
       // The byte vocabulary: the LM head is cheap, so 2 + 2 layers are equal stages.
       TrainOptions bytes = even, single = bench_options();
       bytes.model.vocab = single.model.vocab = 256;
