@@ -12,6 +12,7 @@ trident_mpi_test(parity_zero RANKS 2 4 8 TIMEOUT 600 SOURCES test_parity_zero.cp
 trident_mpi_test(accounting RANKS 2 4 TIMEOUT 300 SOURCES test_accounting.cpp)
 trident_mpi_test(model RANKS 1 TIMEOUT 300 SOURCES test_model.cpp)
 trident_mpi_test(weights RANKS 2 4 TIMEOUT 300 SOURCES test_weights.cpp)
+trident_mpi_test(checkpoint RANKS 1 2 4 8 TIMEOUT 600 SOURCES test_checkpoint.cpp)
 include(cli/cli.cmake)
 trident_mpi_test(parity_precision RANKS 8 TIMEOUT 300 SOURCES test_parity_precision.cpp)
 trident_mpi_test(tp_layers RANKS 2 4 TIMEOUT 300 SOURCES test_tp_layers.cpp)
