@@ -2,7 +2,8 @@
 //
 // The index is read and checked on opening; a shard file is opened (its header checked by
 // SafetensorsReader, its checksum against the index's) the first time a piece in it is needed.
-// A global tensor is assembled from its pieces, each element from exactly one piece.
+// A global tensor is assembled from its pieces, each element from exactly one piece (the pieces
+// hold as many elements as the tensor and none overlaps).
 #pragma once
 
 #include <fstream>
@@ -66,9 +67,18 @@ class CheckpointReader {
       fail(dir_.string() + ": tensor '" + name + "' has shape " + detail::shape_string(t.shape) +
            ", the model needs " + detail::shape_string(shape));
     const std::int64_t cols = shape.back(), numel = t.shape.size() == 2 ? shape[0] * cols : cols;
+    std::int64_t listed = 0;  // first from the headers: no allocation an index alone asks for
+    for (const CheckpointPiece& p : t.pieces) {
+      if (shard(p.shard).info(p.key).shape != p.lengths)
+        fail(dir_.string() + ": tensor '" + name + "': piece '" + p.key +
+             "' has another shape in its shard than in the index");
+      listed += p.lengths.size() == 2 ? p.lengths[0] * p.lengths[1] : p.lengths[0];
+    }
+    if (listed != numel)
+      fail(dir_.string() + ": tensor '" + name + "': its pieces hold " + std::to_string(listed) +
+           " elements, it has " + std::to_string(numel));
     std::vector<T> out(static_cast<std::size_t>(numel));
     std::vector<char> seen(out.size(), 0);
-    std::int64_t covered = 0;
     for (const CheckpointPiece& p : t.pieces) {
       const std::vector<T> values = trident::detail::read_as<T>(shard(p.shard), p.key, p.lengths);
       const bool two = p.lengths.size() == 2;
@@ -79,12 +89,8 @@ class CheckpointReader {
           const std::size_t g = static_cast<std::size_t>((row + i) * cols + col + j);
           if (seen[g]++) fail(dir_.string() + ": tensor '" + name + "' has pieces that overlap");
           out[g] = values[static_cast<std::size_t>(i * width + j)];
-          ++covered;
         }
     }
-    if (covered != numel)
-      fail(dir_.string() + ": tensor '" + name + "': its pieces cover " + std::to_string(covered) +
-           " of its " + std::to_string(numel) + " elements");
     return out;
   }
 
