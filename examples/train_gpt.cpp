@@ -283,6 +283,7 @@ int main(int argc, char** argv) {
     o.optimizer.min_lr = o.optimizer.lr / 10;
     require(f.steps >= 1, "--steps must be at least 1");
     f.resuming = resume_flag->count() > 0;
+    fault::from_environment();  // a malformed TRIDENT_FAULT fails here, before any step
     require(f.save_every == 0 || !f.checkpoint_dir.empty(), "--save-every needs --checkpoint-dir");
     require(!f.resuming || !f.resume.empty() || !f.checkpoint_dir.empty(),
             "--resume without a path needs --checkpoint-dir");

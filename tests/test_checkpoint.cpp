@@ -1,6 +1,7 @@
 // Full checkpoints: a run saved at step 5 and resumed — on the same mesh, bit for bit; on any
 // other mesh (TP, PP, DP, ZeRO stage, virtual stages, layer split), the uninterrupted run's
 // losses to 1e-10 in double. Damaged or mismatched checkpoints are one Error on every rank.
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -197,6 +198,29 @@ TEST_CASE("a directory resumes from its newest complete checkpoint; keep; damage
         std::string::npos);
 }
 
+TEST_CASE("TRIDENT_FAULT arms one fault: its kind, rank and step") {
+  TRIDENT_RANKS(1, comm);
+  (void)comm;
+  unsetenv("TRIDENT_FAULT");
+  CHECK(!fault::from_environment());
+  CHECK(!fault::armed("kill-during-save", 0, 0));
+  setenv("TRIDENT_FAULT", "kill-during-save:rank=3:step=12", 1);
+  const auto spec = fault::from_environment();
+  REQUIRE(spec);
+  CHECK((spec->kind == "kill-during-save" && spec->rank == 3 && spec->step == 12));
+  CHECK(fault::armed("kill-during-save", 3, 12));
+  CHECK(!fault::armed("kill-during-save", 3, 11));
+  CHECK(!fault::armed("kill-during-save", 2, 12));
+  CHECK(!fault::armed("skip-collective", 3, 12));
+  for (const char* bad : {"kill-during-save", "kill-during-save:rank=3", ":rank=1:step=2",
+                          "kill-during-save:rank=-1:step=2", "kill-during-save:step=2:rank=1",
+                          "kill-during-save:rank=1:step=2:x", "kill-during-save:rank=1:step="}) {
+    setenv("TRIDENT_FAULT", bad, 1);
+    CHECK_THROWS_AS(fault::from_environment(), Error);
+  }
+  unsetenv("TRIDENT_FAULT");
+}
+
 TEST_CASE("a bf16 checkpoint loads into an fp32 run: the parameters are its master weights") {
   TRIDENT_RANKS(2, comm);
   const TrainOptions o = options({1, 1, 2}, 1);
@@ -214,15 +238,40 @@ TEST_CASE("a bf16 checkpoint loads into an fp32 run: the parameters are its mast
     comm.all_gather(Span<const float>(ms.master(u), ms.owned_size(u)), Span<float>(all));
     masters.push_back(all);
   }
-  if (!one.valid()) return;
-  Trainer<float> plain(one, single, TokenSource::synthetic(single.model.vocab));
-  load_checkpoint(plain, path);
-  CHECK(plain.steps_done() == 2);
-  UnitStore<float>& ps = plain.chunk(0).store();
-  for (int u = 0; u < ps.size(); ++u) {
-    INFO("unit " << ps.layout(u).name);
-    const float* p = ps.params(u);
-    CHECK(std::vector<float>(p, p + ps.layout(u).numel) ==
-          std::vector<float>(masters[u].begin(), masters[u].begin() + ps.layout(u).numel));
+  std::string plain_path;
+  if (one.valid()) {
+    Trainer<float> plain(one, single, TokenSource::synthetic(single.model.vocab));
+    load_checkpoint(plain, path);
+    CHECK(plain.steps_done() == 2);
+    UnitStore<float>& ps = plain.chunk(0).store();
+    for (int u = 0; u < ps.size(); ++u) {
+      INFO("unit " << ps.layout(u).name);
+      const float* p = ps.params(u);
+      CHECK(std::vector<float>(p, p + ps.layout(u).numel) ==
+            std::vector<float>(masters[u].begin(), masters[u].begin() + ps.layout(u).numel));
+    }
+    plain.step();
+    plain_path = save_checkpoint(plain, dir + "/plain", 0);
+  }
+  // and back: the fp32 checkpoint into a bf16 run on DP2 ZeRO-3, its parameters the masters
+  std::uint64_t length = plain_path.size();
+  comm.broadcast(Span<std::uint64_t>(&length, 1), 0);
+  plain_path.resize(length);
+  comm.broadcast(Span<char>(plain_path.data(), length), 0);
+  Trainer<float, bf16> back(comm, options({1, 1, 2}, 3), TokenSource::synthetic(o.model.vocab));
+  load_checkpoint(back, plain_path);
+  CHECK(back.steps_done() == 3);
+  io::CheckpointReader r(plain_path);
+  UnitStore<float, bf16>& bs = back.chunk(0).store();
+  for (int u = 0; u < bs.size(); ++u) {
+    std::vector<float> full(bs.padded(u), 0.0f);
+    for (const LocalParam& p : bs.layout(u).params) {
+      const std::vector<float> g = r.read<float>("param/" + p.spec.name, p.spec.shape);
+      std::copy(g.begin(), g.end(), full.begin() + p.offset);  // TP1: the local block is global
+    }
+    INFO("unit " << bs.layout(u).name);
+    CHECK(std::vector<float>(bs.master(u), bs.master(u) + bs.owned_size(u)) ==
+          std::vector<float>(full.begin() + bs.owned_begin(u),
+                             full.begin() + bs.owned_begin(u) + bs.owned_size(u)));
   }
 }

@@ -66,3 +66,15 @@ trident_steps(tool
   "${run}|2|${train}|--dtype|double|--tp|2|--init|${d}.exported.safetensors|--json|${d}.init.json"
   "${run}|2|${train}|--dtype|double|--tp|2|--resume|${d}.imported|--json|${d}.import.json"
   "${compare}|${d}.init.json|${d}.import.json|0")
+
+# Checkpoint flags that cannot work: one clear error.
+set(tiny --layers 2 --hidden 16 --heads 2 --seq 8 --batch 4 --steps 2 --data synthetic)
+trident_cli_error(save_every_without_dir RANKS 2 PROGRAM train_gpt ARGS ${tiny} --save-every 1
+  EXPECT "--save-every needs --checkpoint-dir")
+trident_cli_error(resume_without_dir RANKS 2 PROGRAM train_gpt ARGS ${tiny} --resume
+  EXPECT "--resume without a path needs --checkpoint-dir")
+trident_cli_error(resume_missing RANKS 2 PROGRAM train_gpt ARGS ${tiny} --dp 2 --resume /nonexistent/ck
+  EXPECT "/nonexistent/ck: no such checkpoint or checkpoint directory")
+trident_cli_error(bad_fault RANKS 2 PROGRAM train_gpt ARGS ${tiny} --dp 2 --checkpoint-dir ${dir}/bad_fault --save-every 1
+  EXPECT "TRIDENT_FAULT='kill-during-save:rank=one': expected KIND:rank=R:step=S")
+set_property(TEST cli.bad_fault APPEND PROPERTY ENVIRONMENT "TRIDENT_FAULT=kill-during-save:rank=one")
