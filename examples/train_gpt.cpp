@@ -33,26 +33,6 @@ struct Flags {
   int save_every = 0, keep = 0, stop_after = 0;
 };
 
-// --resume: the state of the checkpoint named, or of the newest one in --checkpoint-dir (none
-// there yet: a fresh start, so that every slice of a job cut by a scheduler runs one command).
-template <class T, class S>
-void resume(Trainer<T, S>& t, const Flags& f) {
-  const Comm& world = t.mesh().world();
-  const std::string from = f.resume.empty() ? f.checkpoint_dir : f.resume;
-  bool none = false;
-  detail::agreed(world, [&] {
-    std::error_code ec;
-    none = f.resume.empty() && (!io::fs::exists(from, ec) || io::resolve_checkpoint(from).empty());
-  });
-  if (none) {
-    if (world.rank() == 0)
-      std::printf("no checkpoint in %s yet: starting at step 0\n", from.c_str());
-    return;
-  }
-  const std::string path = load_checkpoint(t, from);
-  if (world.rank() == 0) std::printf("resumed from %s at step %d\n", path.c_str(), t.steps_done());
-}
-
 // Runs the whole training with compute type T and storage type S.
 template <class T, class S>
 int train(const Comm& world, Flags& f, TokenSource data) {
@@ -60,7 +40,15 @@ int train(const Comm& world, Flags& f, TokenSource data) {
   const Mesh<>& mesh = t.mesh();
   warn_if_tp_spans_nodes(mesh);
   if (!f.init.empty()) load_weights(t, f.init);
-  if (f.resuming) resume(t, f);
+  if (f.resuming) {  // a directory with no checkpoint yet: a fresh start (every slice of a job
+                     // cut by a scheduler runs the same command)
+    const std::string from = resume_training(t, f.resume.empty() ? f.checkpoint_dir : f.resume,
+                                             /*fresh_if_none=*/f.resume.empty());
+    if (world.rank() == 0)
+      std::printf(from.empty() ? "no checkpoint in %s yet: starting at step 0\n"
+                               : "resumed from %s at step %d\n",
+                  from.empty() ? f.checkpoint_dir.c_str() : from.c_str(), t.steps_done());
+  }
   const TrainOptions& o = t.options();
   if (world.rank() == 0)
     std::printf(

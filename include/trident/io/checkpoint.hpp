@@ -11,8 +11,9 @@
 // Saving: every rank writes the elements it owns — its ZeRO shard of each unit (all of it at
 // stage 0, on DP rank 0 only), TP rank 0 alone for TP-replicated tensors, the first stage's copy
 // of the tied embedding — as boxes of the global tensors (checkpoint_slices.hpp), in its own
-// shard file, in parallel. Loading: each rank assembles the global tensors of its units and keeps
-// its block, as load_weights does; so any mesh, ZeRO stage or precision reads any checkpoint.
+// shard file, in parallel, on a file system every rank sees. Loading: each rank assembles the
+// global tensors of its units and keeps its block, as load_weights does; so any mesh, ZeRO stage
+// or precision reads any checkpoint.
 #pragma once
 
 #include <csignal>
@@ -241,6 +242,19 @@ std::string load_checkpoint(Trainer<T, S>& t, const std::string& path) {
   });
   t.restore_step(step);
   return found;
+}
+
+// --resume: the checkpoint at `path`, or the newest in the directory `path`. With fresh_if_none,
+// a directory that holds none (or does not exist yet) leaves the trainer at step 0 and returns
+// "". Returns the checkpoint read. Collective.
+template <class T, class S>
+std::string resume_training(Trainer<T, S>& t, const std::string& path, bool fresh_if_none) {
+  bool none = false;
+  detail::agreed(t.mesh().world(), [&] {
+    std::error_code ec;
+    none = fresh_if_none && (!io::fs::exists(path, ec) || io::resolve_checkpoint(path).empty());
+  });
+  return none ? std::string() : load_checkpoint(t, path);
 }
 
 }  // namespace trident
