@@ -27,8 +27,8 @@ struct Flags {
   std::string dtype = "float", precision = "fp32", data = default_corpus(), schedule = "1f1b";
   std::string recompute = "none", grad_reduce = "microbatch";
   std::string init, save, dump_grads, json, trace, svg;
-  std::string checkpoint_dir,
-      resume;  // resume: a checkpoint, or empty for --checkpoint-dir's newest
+  // --resume: a checkpoint, or empty for the newest in --checkpoint-dir
+  std::string checkpoint_dir, resume;
   bool resuming = false;
   int save_every = 0, keep = 0, stop_after = 0;
 };
