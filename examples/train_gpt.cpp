@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <trident/io/checkpoint.hpp>
 #include <trident/io/chrome_trace.hpp>
 #include <trident/io/cli.hpp>
 #include <trident/io/weights.hpp>
@@ -27,6 +28,10 @@ struct Flags {
   std::string dtype = "float", precision = "fp32", data = default_corpus(), schedule = "1f1b";
   std::string recompute = "none", grad_reduce = "microbatch", pp_layers = "auto";
   std::string init, save, dump_grads, json, trace, svg;
+  // --resume: a checkpoint, or empty for the newest in --checkpoint-dir
+  std::string checkpoint_dir, resume;
+  bool resuming = false;
+  int save_every = 0, keep = 0, stop_after = 0;
 };
 
 // "auto" (empty: balanced by cost), or layers per virtual stage such as "3,2,2,1".
@@ -54,6 +59,15 @@ int train(const Comm& world, Flags& f, TokenSource data) {
   const Mesh<>& mesh = t.mesh();
   warn_if_tp_spans_nodes(mesh);
   if (!f.init.empty()) load_weights(t, f.init);
+  if (f.resuming) {  // a directory with no checkpoint yet: a fresh start (every slice of a job
+                     // cut by a scheduler runs the same command)
+    const std::string from = resume_training(t, f.resume.empty() ? f.checkpoint_dir : f.resume,
+                                             /*fresh_if_none=*/f.resume.empty());
+    if (world.rank() == 0)
+      std::printf(from.empty() ? "no checkpoint in %s yet: starting at step 0\n"
+                               : "resumed from %s at step %d\n",
+                  from.empty() ? f.checkpoint_dir.c_str() : from.c_str(), t.steps_done());
+  }
   const TrainOptions& o = t.options();
   if (world.rank() == 0)
     std::printf(
@@ -67,8 +81,14 @@ int train(const Comm& world, Flags& f, TokenSource data) {
   std::vector<StepResult> measured;
   const double tokens = double(o.batch) * o.model.seq;
   double elapsed = 0;
-  for (int s = 0; s < f.steps; ++s) {
-    if (s == 1) {  // the first step warms up; the report measures the others
+  const int first = t.steps_done(),
+            last = f.stop_after > 0 ? std::min(f.stop_after, f.steps) : f.steps;
+  if (first >= last) {
+    if (world.rank() == 0) std::printf("nothing to run: at step %d of %d\n", first, last);
+    return 0;
+  }
+  for (int s = first; s < last; ++s) {
+    if (s == first + 1) {  // the first step warms up; the report measures the others
       comm_stats().reset();
       memory_stats().reset_peaks();
     }
@@ -77,11 +97,16 @@ int train(const Comm& world, Flags& f, TokenSource data) {
                        : t.step();
     losses.push_back(r.loss);
     elapsed += r.seconds;
-    if (s >= 1) measured.push_back(r);
-    if (world.rank() == 0 && (s % f.log_every == 0 || s == f.steps - 1))
+    if (s > first) measured.push_back(r);
+    if (world.rank() == 0 && (s % f.log_every == 0 || s == last - 1))
       std::printf("step %5d | loss %.6f | norm %.4f | lr %.2e | %8.0f tokens/s | %7.1f s\n", s,
                   r.loss, r.grad_norm, r.lr, tokens / r.seconds, elapsed);
     std::fflush(stdout);
+    if (f.save_every > 0 && t.steps_done() % f.save_every == 0) {
+      const std::string path = save_checkpoint(t, f.checkpoint_dir, f.keep);
+      if (world.rank() == 0)
+        std::printf("checkpoint %s (after %d steps)\n", path.c_str(), t.steps_done());
+    }
   }
   if (measured.empty()) measured.push_back(StepResult{});
   double seconds = 0;
@@ -109,8 +134,9 @@ int train(const Comm& world, Flags& f, TokenSource data) {
                                   int(all[k + 3]), all[k + 4], all[k + 5]});
   }
   if (world.rank() != 0) return 0;
-  std::printf("\n%d steps: loss %.4f -> %.4f | %.0f tokens/s (steps 1..%d) | %s\n", f.steps,
-              losses.front(), losses.back(), tokens_per_s, f.steps - 1, mesh.to_string().c_str());
+  std::printf("\n%d steps: loss %.4f -> %.4f | %.0f tokens/s (steps %d..%d) | %s\n", last - first,
+              losses.front(), losses.back(), tokens_per_s, first + 1, last - 1,
+              mesh.to_string().c_str());
   print_report(report, o);
   std::vector<std::string> names;
   for (int r = 0; r < world.size(); ++r) names.push_back("rank " + std::to_string(r));
@@ -141,6 +167,7 @@ int train(const Comm& world, Flags& f, TokenSource data) {
                    {"virtual_stages", o.virtual_stages},
                    {"recompute", o.recompute}};
     j["param_count"] = o.model.parameter_count();
+    j["first_step"] = first;  // losses[k] is the loss of step first + k (0-based)
     j["losses"] = losses;
     j["final_loss"] = losses.back();
     j["tokens_per_s"] = tokens_per_s;
@@ -197,6 +224,20 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--init", f.init, "initial weights (safetensors, GPT-2 names)");
     app.add_option("--save", f.save, "write the final weights (safetensors)");
+    app.add_option("--checkpoint-dir", f.checkpoint_dir,
+                   "directory of full checkpoints (DIR/step-N: parameters, optimizer, step)");
+    app.add_option("--save-every", f.save_every, "write a checkpoint every N steps")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--keep", f.keep, "checkpoints to keep (the newest; 0 keeps all)")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
+    auto* resume_flag = app.add_option("--resume", f.resume,
+                                       "continue from a checkpoint, or (no value) from the newest "
+                                       "in --checkpoint-dir")
+                            ->expected(0, 1);
+    app.add_option("--stop-after", f.stop_after,
+                   "end the run after this step, as if cut off (the schedule still plans --steps)")
+        ->check(CLI::PositiveNumber);
     app.add_option("--dump-grads", f.dump_grads,
                    "write the first step's gradients, loss and batch");
     app.add_option("--json", f.json, "write the run report as JSON");
@@ -250,6 +291,11 @@ int main(int argc, char** argv) {
     o.optimizer.warmup = std::max(1, f.steps / 20);
     o.optimizer.min_lr = o.optimizer.lr / 10;
     require(f.steps >= 1, "--steps must be at least 1");
+    f.resuming = resume_flag->count() > 0;
+    fault::from_environment();  // a malformed TRIDENT_FAULT fails here, before any step
+    require(f.save_every == 0 || !f.checkpoint_dir.empty(), "--save-every needs --checkpoint-dir");
+    require(!f.resuming || !f.resume.empty() || !f.checkpoint_dir.empty(),
+            "--resume without a path needs --checkpoint-dir");
     configure_threads(world, f.threads);
 
     TokenSource data = TokenSource::synthetic(o.model.vocab);

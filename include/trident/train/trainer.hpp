@@ -62,6 +62,12 @@ class Trainer {
   int chunks() const { return static_cast<int>(chunks_.size()); }
   Chunk& chunk(int c) { return *chunks_[c]; }
   int steps_done() const { return step_; }
+  // Resuming (io/checkpoint.hpp): the optimizer steps already taken. The step is the position
+  // of the learning-rate schedule, of the data sampler (sample_rows) and AdamW's bias correction.
+  void restore_step(int steps) {
+    require(steps >= 0, "a checkpoint's step must be non-negative");
+    step_ = steps;
+  }
 
   // One optimizer step on the global batch of step `step_` (0-based). Collective.
   StepResult step() { return step(/*apply=*/true); }

@@ -1,0 +1,260 @@
+// trident/io/checkpoint.hpp: the whole training state of a Trainer to and from a distributed
+// checkpoint (checkpoint_index.hpp, checkpoint_files.hpp), on any mesh.
+//
+// The state: per parameter (Hugging Face GPT-2 name) the parameters "param/NAME" (the stored
+// type S), under mixed precision the fp32 master weights "master/NAME", AdamW's moments
+// "exp_avg/NAME" and "exp_avg_sq/NAME" (the compute type T); and the step, which is also the
+// position of the learning-rate schedule and of the data sampler (sampling is a pure function
+// of (data seed, step, row): data/tokens.hpp). There is no other random state: initialisation is
+// counter-based too (model/init.hpp) and the model has no dropout.
+//
+// Saving: every rank writes the elements it owns — its ZeRO shard of each unit (all of it at
+// stage 0, on DP rank 0 only), TP rank 0 alone for TP-replicated tensors, the first stage's copy
+// of the tied embedding — as boxes of the global tensors (checkpoint_slices.hpp), in its own
+// shard file, in parallel, on a file system every rank sees. Loading: each rank assembles the
+// global tensors of its units and keeps its block, as load_weights does; so any mesh, ZeRO stage
+// or precision reads any checkpoint.
+#pragma once
+
+#include <csignal>
+#include <string>
+
+#include "../core/fault.hpp"
+#include "checkpoint_reader.hpp"
+#include "checkpoint_slices.hpp"
+
+namespace trident {
+
+namespace detail {
+template <class T>
+std::string dtype_name() {
+  return io::to_string(io::dtype_of<T>());
+}
+
+// The index's description of the run (for people and trident-ckpt inspect).
+template <class T, class S>
+nlohmann::json describe_run(Trainer<T, S>& t) {
+  const TrainOptions& o = t.options();
+  return {{"saved_on",
+           {{"world", t.mesh().world().size()},
+            {"tp", o.mesh.tp},
+            {"pp", o.mesh.pp},
+            {"dp", o.mesh.dp},
+            {"zero", o.zero.stage},
+            {"virtual_stages", o.virtual_stages},
+            {"layer_split", layer_split(o)},
+            {"sequence_parallel", o.sequence_parallel},
+            {"compute", dtype_name<T>()},
+            {"stored", dtype_name<S>()}}},
+          {"optimizer",
+           {{"name", "AdamW"},
+            {"lr", o.optimizer.lr},
+            {"min_lr", o.optimizer.min_lr},
+            {"warmup", o.optimizer.warmup},
+            {"schedule_steps", o.optimizer.steps},
+            {"schedule_position", t.steps_done()},
+            {"beta1", o.optimizer.beta1},
+            {"beta2", o.optimizer.beta2},
+            {"eps", o.optimizer.eps},
+            {"weight_decay", o.optimizer.weight_decay},
+            {"clip", o.optimizer.clip}}},
+          {"rng",
+           {{"init", {{"generator", "counter-based (seed, name, index)"}, {"seed", o.model.seed}}},
+            {"data_sampler",
+             {{"generator", "counter-based (seed, step, row)"},
+              {"seed", o.data_seed},
+              {"position", t.steps_done()}}}}},
+          {"batch", o.batch}};
+}
+
+// Adds this rank's pieces to its shard `w` and to `pieces` (JSON, for the index).
+template <class T, class S>
+void add_owned_pieces(Trainer<T, S>& t, io::SafetensorsWriter& w, nlohmann::json& pieces) {
+  const MeshCoord me = t.mesh().coord();
+  for (int c = 0; c < t.chunks(); ++c) {
+    UnitStore<T, S>& st = t.chunk(c).store();
+    const bool tied_copy = t.chunk(c).spec().head && !t.chunk(c).spec().embedding;
+    for (int u = 0; u < st.size(); ++u) {
+      if ((tied_copy && st.layout(u).name == "wte") || (!st.policy().shards_optimizer() && me.dp))
+        continue;
+      const std::size_t begin = st.owned_begin(u);
+      for_each_param_in(
+          st.layout(u), begin, begin + st.owned_size(u),
+          [&](const LocalParam& p, std::size_t a, std::size_t b) {
+            if (p.tp_replicated() && me.tp != 0) return;
+            const auto boxes = io::boxes_of_range(p.layout, std::int64_t(a - p.offset),
+                                                  std::int64_t(b - p.offset));
+            auto add = [&](const std::string& kind, const auto* owned) {
+              using V = std::remove_const_t<std::remove_pointer_t<decltype(owned)>>;
+              const std::string name = kind + "/" + p.spec.name;
+              for (std::size_t k = 0; k < boxes.size(); ++k) {
+                const io::Box& x = boxes[k];
+                std::vector<V> data;
+                for (std::int64_t i = 0; i < x.rows; ++i)
+                  for (std::int64_t j = 0; j < x.cols; ++j)
+                    data.push_back(owned[p.offset + (x.local_row + i) * p.layout.local_cols() +
+                                         x.local_col + j - begin]);
+                const bool two = p.spec.shape.size() == 2;
+                std::vector<std::int64_t> offsets{x.col}, lengths{x.cols};
+                if (two) offsets = {x.row, x.col}, lengths = {x.rows, x.cols};
+                const std::string key = name + "@" + std::to_string(pieces.size());
+                w.add(key, data.data(), lengths);
+                pieces.push_back({{"tensor", name},
+                                  {"dtype", dtype_name<V>()},
+                                  {"shape", p.spec.shape},
+                                  {"key", key},
+                                  {"offsets", offsets},
+                                  {"lengths", lengths}});
+              }
+            };
+            add("param", st.owned_params(u));
+            if constexpr (!std::is_same_v<T, S>) add("master", st.master(u));
+            add("exp_avg", st.moment1(u));
+            add("exp_avg_sq", st.moment2(u));
+          });
+    }
+  }
+}
+
+// Every rank's string, on every rank. Collective.
+inline std::vector<std::string> all_gather_strings(const Comm& world, const std::string& mine) {
+  const std::uint64_t n = mine.size();
+  std::vector<std::uint64_t> sizes(world.size());
+  world.all_gather(Span<const std::uint64_t>(&n, 1), Span<std::uint64_t>(sizes));
+  const std::uint64_t most = *std::max_element(sizes.begin(), sizes.end());
+  std::string padded = mine + std::string(most - n, ' ');
+  std::string all(most * world.size(), ' ');
+  world.all_gather(Span<const char>(padded.data(), most), Span<char>(all.data(), all.size()));
+  std::vector<std::string> out;
+  for (int r = 0; r < world.size(); ++r) out.push_back(all.substr(r * most, sizes[r]));
+  return out;
+}
+}  // namespace detail
+
+// Writes the training state after t.steps_done() steps to DIR/step-N (atomically), keeping the
+// newest `keep` checkpoints (0: all). Returns the checkpoint's path. Collective.
+template <class T, class S>
+std::string save_checkpoint(Trainer<T, S>& t, const std::string& dir, int keep) {
+  const Comm& world = t.mesh().world();
+  const int step = t.steps_done();
+  const io::fs::path final_dir = io::fs::path(dir) / io::checkpoint_name(step);
+  const io::fs::path tmp = io::fs::path(dir) / (".tmp-" + io::checkpoint_name(step));
+  detail::agreed(world, [&] {
+    if (world.rank() != 0) return;
+    std::error_code ec;
+    io::fs::create_directories(dir, ec);
+    io::fs::remove_all(tmp, ec);
+    if (!io::fs::create_directories(tmp, ec))
+      fail(tmp.string() + ": cannot create the checkpoint directory");
+  });
+  nlohmann::json pieces = nlohmann::json::array();
+  std::uint64_t file[2] = {0, 0};  // this rank's shard: bytes, checksum
+  detail::agreed(world, [&] {
+    io::SafetensorsWriter w;
+    detail::add_owned_pieces(t, w, pieces);
+    const io::fs::path path = tmp / io::shard_file_name(world.rank(), world.size());
+    w.write(path.string());
+    if (fault::armed("kill-during-save", world.rank(), step)) {  // the shard half written
+      io::fs::resize_file(path, io::fs::file_size(path) / 2);
+      std::raise(SIGKILL);
+    }
+    io::fsync_path(path);
+    file[0] = io::fs::file_size(path);
+    file[1] = io::file_checksum(path);
+  });
+  std::vector<std::uint64_t> files(2 * world.size());
+  world.all_gather(Span<const std::uint64_t>(file, 2), Span<std::uint64_t>(files));
+  const std::vector<std::string> all = detail::all_gather_strings(world, pieces.dump());
+  detail::agreed(world, [&] {
+    if (world.rank() != 0) return;
+    io::CheckpointIndex x;
+    x.step = step;
+    x.model = t.options().model;
+    x.data_seed = t.options().data_seed;
+    x.about = detail::describe_run(t);
+    for (int r = 0; r < world.size(); ++r) {
+      x.shards.push_back({io::shard_file_name(r, world.size()), files[2 * r], files[2 * r + 1]});
+      for (const nlohmann::json& p : nlohmann::json::parse(all[r])) {
+        io::CheckpointTensor& e = x.tensors[p.at("tensor").get<std::string>()];
+        io::parse_dtype(p.at("dtype").get<std::string>(), e.dtype);
+        e.shape = p.at("shape").get<std::vector<std::int64_t>>();
+        e.pieces.push_back({r, p.at("key").get<std::string>(),
+                            p.at("offsets").get<std::vector<std::int64_t>>(),
+                            p.at("lengths").get<std::vector<std::int64_t>>()});
+      }
+    }
+    const io::fs::path index = tmp / "index.json";
+    {
+      std::ofstream out(index, std::ios::binary);
+      out << io::to_json(x) << "\n";
+      if (!out.flush()) fail(index.string() + ": cannot write the checkpoint index");
+    }
+    io::fsync_path(index);
+    io::publish_checkpoint(tmp, final_dir, keep);
+  });
+  return final_dir.string();
+}
+
+// Replaces the whole training state with the checkpoint at `path` (a checkpoint, or a directory
+// of them: the newest complete one). Returns the checkpoint read. Collective.
+template <class T, class S>
+std::string load_checkpoint(Trainer<T, S>& t, const std::string& path) {
+  std::string found;
+  int step = 0;
+  detail::agreed(t.mesh().world(), [&] {
+    found = io::resolve_checkpoint(path).string();
+    if (found.empty()) fail(path + ": no complete checkpoint in this directory");
+    io::CheckpointReader r(found);
+    const io::CheckpointIndex& x = r.index();
+    const GPTConfig &m = x.model, &o = t.options().model;
+    auto s = [](const GPTConfig& c) {
+      return "V=" + std::to_string(c.vocab) + " T=" + std::to_string(c.seq) +
+             " L=" + std::to_string(c.layers) + " C=" + std::to_string(c.hidden) +
+             " H=" + std::to_string(c.heads);
+    };
+    if (s(m) != s(o))
+      fail(found + ": the checkpoint's model is " + s(m) + ", this run's is " + s(o));
+    if (x.data_seed != t.options().data_seed)
+      fail(found + ": the checkpoint was trained with --data-seed " + std::to_string(x.data_seed) +
+           "; resume with the same seed to continue its data stream");
+    auto unit_values = [&](const UnitLayout& l, const std::string& kind, T* out) {
+      for (const LocalParam& p : l.params) {
+        const std::vector<T> full = r.read<T>(kind + "/" + p.spec.name, p.spec.shape);
+        fill_local(p.layout, out + p.offset, [&](std::int64_t g) { return full[g]; });
+      }
+    };
+    for (int c = 0; c < t.chunks(); ++c) {
+      UnitStore<T, S>& st = t.chunk(c).store();
+      const bool master = r.contains("master/" + st.layout(0).params[0].spec.name);
+      st.initialise(
+          [&](int u, T* out) { unit_values(st.layout(u), master ? "master" : "param", out); });
+      for (int u = 0; u < st.size(); ++u) {
+        std::vector<T> full(st.padded(u), T(0));
+        const std::size_t begin = st.owned_begin(u), n = st.owned_size(u);
+        unit_values(st.layout(u), "exp_avg", full.data());
+        std::copy_n(full.begin() + begin, n, st.moment1(u));
+        std::fill(full.begin(), full.end(), T(0));
+        unit_values(st.layout(u), "exp_avg_sq", full.data());
+        std::copy_n(full.begin() + begin, n, st.moment2(u));
+      }
+    }
+    step = x.step;
+  });
+  t.restore_step(step);
+  return found;
+}
+
+// --resume: the checkpoint at `path`, or the newest in the directory `path`. With fresh_if_none,
+// a directory that holds none (or does not exist yet) leaves the trainer at step 0 and returns
+// "". Returns the checkpoint read. Collective.
+template <class T, class S>
+std::string resume_training(Trainer<T, S>& t, const std::string& path, bool fresh_if_none) {
+  bool none = false;
+  detail::agreed(t.mesh().world(), [&] {
+    std::error_code ec;
+    none = fresh_if_none && (!io::fs::exists(path, ec) || io::resolve_checkpoint(path).empty());
+  });
+  return none ? std::string() : load_checkpoint(t, path);
+}
+
+}  // namespace trident

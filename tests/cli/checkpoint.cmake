@@ -1,0 +1,80 @@
+# Checkpoints through the command line: a job cut off and resumed on another mesh, a rank killed
+# while a checkpoint is written, and trident-ckpt's inspect, export and import.
+if(NOT TRIDENT_BUILD_EXAMPLES)
+  return()
+endif()
+
+# trident_steps(name step...): one test running the steps (tests/cli/run_steps.cmake); each step a
+# ;-list written with | between words.
+function(trident_steps name)
+  set(defs "")
+  set(n 0)
+  foreach(step IN LISTS ARGN)
+    math(EXPR n "${n} + 1")
+    list(APPEND defs "-DSTEP${n}=${step}")
+  endforeach()
+  add_test(NAME cli.checkpoint.${name} COMMAND ${CMAKE_COMMAND} -DSTEPS=${n} ${defs}
+           -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/run_steps.cmake)
+  set_tests_properties(cli.checkpoint.${name} PROPERTIES TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=1")
+endfunction()
+
+set(dir ${CMAKE_CURRENT_BINARY_DIR}/checkpoint_cli)
+set(run ${MPIEXEC_EXECUTABLE}|${MPIEXEC_NUMPROC_FLAG})
+set(train $<TARGET_FILE:train_gpt>|--layers|4|--hidden|32|--heads|4|--seq|16|--batch|8|--data|synthetic|--steps|10)
+set(compare $<TARGET_FILE:compare_losses>)
+set(ckpt $<TARGET_FILE:trident-ckpt>)
+
+# Cut after step 5 on TP2-PP2 ZeRO-1, resumed on DP2 ZeRO-3: steps 6-10 as the uninterrupted
+# single-process run's, to 1e-10 (double).
+set(d ${dir}/reshard)
+trident_steps(reshard
+  "${CMAKE_COMMAND}|-E|rm|-rf|${d}"
+  "${run}|1|${train}|--dtype|double|--json|${d}.whole.json"
+  "${run}|4|${train}|--dtype|double|--tp|2|--pp|2|--zero|1|--checkpoint-dir|${d}|--save-every|5|--stop-after|5"
+  "EXISTS|${d}/step-00000005/index.json"
+  "${run}|2|${train}|--dtype|double|--dp|2|--zero|3|--checkpoint-dir|${d}|--resume|--json|${d}.resumed.json"
+  "OUTPUT|resumed from ${d}/step-00000005 at step 5"
+  "${compare}|${d}.whole.json|${d}.resumed.json|1e-10")
+
+# Rank 1 killed while writing the checkpoint of step 4: the job fails, step 2's checkpoint is
+# complete, and resuming from it reproduces the uninterrupted losses bit for bit (same mesh).
+set(d ${dir}/kill_during_save)
+trident_steps(kill_during_save
+  "${CMAKE_COMMAND}|-E|rm|-rf|${d}"
+  "${run}|2|${train}|--dp|2|--zero|1|--json|${d}.whole.json"
+  "FAIL|${CMAKE_COMMAND}|-E|env|TRIDENT_FAULT=kill-during-save:rank=1:step=4|${run}|2|${train}|--dp|2|--zero|1|--checkpoint-dir|${d}|--save-every|2"
+  "EXISTS|${d}/step-00000002/index.json"
+  "ABSENT|${d}/step-00000004"
+  "${run}|2|${train}|--dp|2|--zero|1|--checkpoint-dir|${d}|--save-every|2|--resume|--json|${d}.resumed.json"
+  "OUTPUT|resumed from ${d}/step-00000002 at step 2"
+  "${compare}|${d}.whole.json|${d}.resumed.json|0")
+
+# trident-ckpt: inspect verifies every shard; export equals --save of the same state, byte for
+# byte; import gives a checkpoint that trains exactly as --init of the exported file.
+set(d ${dir}/tool)
+trident_steps(tool
+  "${CMAKE_COMMAND}|-E|rm|-rf|${d}"
+  "${run}|4|${train}|--dtype|double|--tp|2|--pp|2|--zero|1|--checkpoint-dir|${d}|--save-every|5|--stop-after|5|--save|${d}.saved.safetensors"
+  "${ckpt}|inspect|${d}"
+  "OUTPUT|saved on: {\"compute\":\"F64\",\"dp\":1,\"layer_split\":[2,2],\"pp\":2"
+  "OUTPUT|156 tensors, 178752 elements, 4 shards"
+  "OUTPUT|every checksum verified, every tensor covered exactly once"
+  "${ckpt}|export|${d}|${d}.exported.safetensors"
+  "${CMAKE_COMMAND}|-E|compare_files|${d}.exported.safetensors|${d}.saved.safetensors"
+  "${ckpt}|import|${d}.exported.safetensors|${d}.imported|--heads|4"
+  "OUTPUT|as ${d}.imported/step-00000000: step 0, AdamW moments zero"
+  "${run}|2|${train}|--dtype|double|--tp|2|--init|${d}.exported.safetensors|--json|${d}.init.json"
+  "${run}|2|${train}|--dtype|double|--tp|2|--resume|${d}.imported|--json|${d}.import.json"
+  "${compare}|${d}.init.json|${d}.import.json|0")
+
+# Checkpoint flags that cannot work: one clear error.
+set(tiny --layers 2 --hidden 16 --heads 2 --seq 8 --batch 4 --steps 2 --data synthetic)
+trident_cli_error(save_every_without_dir RANKS 2 PROGRAM train_gpt ARGS ${tiny} --save-every 1
+  EXPECT "--save-every needs --checkpoint-dir")
+trident_cli_error(resume_without_dir RANKS 2 PROGRAM train_gpt ARGS ${tiny} --resume
+  EXPECT "--resume without a path needs --checkpoint-dir")
+trident_cli_error(resume_missing RANKS 2 PROGRAM train_gpt ARGS ${tiny} --dp 2 --resume /nonexistent/ck
+  EXPECT "/nonexistent/ck: no such checkpoint or checkpoint directory")
+trident_cli_error(bad_fault RANKS 2 PROGRAM train_gpt ARGS ${tiny} --dp 2 --checkpoint-dir ${dir}/bad_fault --save-every 1
+  EXPECT "TRIDENT_FAULT='kill-during-save:rank=one': expected KIND:rank=R:step=S")
+set_property(TEST cli.bad_fault APPEND PROPERTY ENVIRONMENT "TRIDENT_FAULT=kill-during-save:rank=one")
