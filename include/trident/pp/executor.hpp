@@ -55,6 +55,7 @@ class Executor {
     auto now = [&] { return trident::detail::now_seconds() - origin; };
     for (std::size_t i = 0; i < actions_.size(); ++i) {
       const Action& a = actions_[i];
+      flight_recorder().set_microbatch(a.microbatch);  // stamps this action's calls
       const double t0 = now();
       switch (a.op) {
         case Op::recv_forward:
@@ -102,6 +103,7 @@ class Executor {
                                                                       : std::next(it);
     }
     outbox.clear();  // waits for the last sends
+    flight_recorder().set_microbatch(-1);
     return spans;
   }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -75,7 +76,8 @@ RunReport make_report(Trainer<T, S>& t, const std::vector<StepResult>& measured)
   double compute = 0, makespan = 0;
   for (const RankFigures& r : report.ranks)
     compute += r.compute, makespan = std::max(makespan, r.end);
-  report.bubble = makespan > 0 ? 1.0 - compute / (report.ranks.size() * makespan) : 0;
+  // no measured step (a run of one step): no bubble to report
+  report.bubble = makespan > 0 ? 1.0 - compute / (report.ranks.size() * makespan) : std::nan("");
   const TrainOptions& o = t.options();
   const double p = o.mesh.pp, m = o.microbatches, v = o.virtual_stages;
   report.bubble_formula = (p - 1) / (v * m + p - 1);
@@ -107,11 +109,13 @@ inline void print_report(const RunReport& r, const TrainOptions& o) {
                 m.tp / MiB, f.tp / MiB, m.pp / MiB, f.pp / MiB, m.dp / MiB, f.dp / MiB, m.emb / MiB,
                 f.emb / MiB);
   }
+  char bubble[16] = "n/a";
+  if (!std::isnan(r.bubble)) std::snprintf(bubble, sizeof bubble, "%.3f", r.bubble);
   if (o.mesh.pp > 1)
     std::printf(
-        "\npipeline bubble: measured %.3f, formula (p-1)/(%sm+p-1) = %.3f "
+        "\npipeline bubble: measured %s, formula (p-1)/(%sm+p-1) = %.3f "
         "(p=%d, m=%d%s)\n",
-        r.bubble, o.virtual_stages > 1 ? "v " : "", r.bubble_formula, o.mesh.pp, o.microbatches,
+        bubble, o.virtual_stages > 1 ? "v " : "", r.bubble_formula, o.mesh.pp, o.microbatches,
         o.virtual_stages > 1 ? (", v=" + std::to_string(o.virtual_stages)).c_str() : "");
 }
 

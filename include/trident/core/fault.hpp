@@ -1,0 +1,80 @@
+// trident/core/fault.hpp: fault injection for tests, compiled in and off unless TRIDENT_FAULT is
+// set. The variable names one fault, the rank it hits and the step (0-based) it hits at:
+//
+//   TRIDENT_FAULT=skip-collective:rank=1:step=2   rank 1 skips its next collective at step 2
+//   TRIDENT_FAULT=kill-mid-step:rank=1:step=2     rank 1 kills itself (SIGKILL) in step 2
+//   TRIDENT_FAULT=nan-loss:rank=0:step=2          rank 0's share of the loss is NaN at step 2
+//   TRIDENT_FAULT=nan-grad:rank=0:step=2          rank 0's share of the gradient norm is NaN
+//
+// A missing rank= or step= matches any. The code that owns a fault asks armed(kind, rank, step)
+// at the point where the fault happens; the variable is read once, so asking is cheap.
+#pragma once
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+#include "error.hpp"
+
+namespace trident::fault {
+
+struct Spec {
+  std::string kind;
+  int rank = -1;  // -1: any rank
+  int step = -1;  // -1: any step
+};
+
+namespace detail {
+inline int parse_number(const std::string& text, const std::string& whole) {
+  std::size_t used = 0;
+  int value = -1;
+  try {
+    value = std::stoi(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  require(used == text.size() && !text.empty() && value >= 0,
+          "TRIDENT_FAULT='" + whole + "': '" + text + "' is not a number >= 0");
+  return value;
+}
+
+// "kind:key=value:key=value" -> Spec; keys rank and step.
+inline Spec parse(const std::string& text) {
+  Spec spec;
+  std::size_t begin = 0;
+  for (int field = 0; begin <= text.size(); ++field) {
+    std::size_t end = text.find(':', begin);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(begin, end - begin);
+    if (field == 0) {
+      spec.kind = item;
+    } else {
+      const std::size_t eq = item.find('=');
+      const std::string key = item.substr(0, eq);
+      require(eq != std::string::npos && (key == "rank" || key == "step"),
+              "TRIDENT_FAULT='" + text + "': expected rank=N or step=N, got '" + item + "'");
+      (key == "rank" ? spec.rank : spec.step) = parse_number(item.substr(eq + 1), text);
+    }
+    begin = end + 1;
+  }
+  require(!spec.kind.empty(), "TRIDENT_FAULT='" + text + "': no fault kind");
+  return spec;
+}
+}  // namespace detail
+
+// TRIDENT_FAULT parsed; nullopt when unset or empty. Throws Error when malformed.
+inline std::optional<Spec> from_environment() {
+  const char* text = std::getenv("TRIDENT_FAULT");
+  if (!text || !*text) return std::nullopt;
+  return detail::parse(text);
+}
+
+// True when TRIDENT_FAULT names this kind, rank and step. The variable is parsed on the first
+// call (a malformed one throws there, and then on every call).
+inline bool armed(const char* kind, int rank, int step) {
+  static const std::optional<Spec> spec = from_environment();
+  return spec && spec->kind == kind && (spec->rank < 0 || spec->rank == rank) &&
+         (spec->step < 0 || spec->step == step);
+}
+
+}  // namespace trident::fault

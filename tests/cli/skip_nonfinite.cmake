@@ -1,0 +1,23 @@
+# Runs COMMAND (|-separated; train_gpt --skip-nonfinite --json JSON under a fault that makes the
+# gradient norm of step 2 NaN) and passes when it succeeds, says so, and its report lists step 2
+# as skipped while the other steps' losses are finite.
+string(REPLACE "|" ";" COMMAND "${COMMAND}")
+file(REMOVE ${JSON})
+execute_process(COMMAND ${COMMAND} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message("${out}${err}")
+if(NOT status EQUAL 0)
+  message(FATAL_ERROR "failed with status ${status}")
+endif()
+if(NOT out MATCHES "step +2 \\| loss [0-9.]+ \\| norm nan [^\n]*skipped: not finite")
+  message(FATAL_ERROR "no progress line saying step 2 was skipped")
+endif()
+if(NOT out MATCHES "skipped 1 step\\(s\\) with a non-finite loss or gradient norm: 2\n")
+  message(FATAL_ERROR "the closing report does not count the skipped step")
+endif()
+file(READ ${JSON} json)
+string(JSON count LENGTH "${json}" skipped_steps)
+string(JSON first GET "${json}" skipped_steps 0)
+string(JSON steps LENGTH "${json}" losses)
+if(NOT count EQUAL 1 OR NOT first EQUAL 2 OR NOT steps EQUAL 5)
+  message(FATAL_ERROR "JSON: skipped_steps has ${count} entries, the first ${first}; ${steps} losses")
+endif()
