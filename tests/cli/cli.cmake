@@ -117,10 +117,12 @@ add_test(NAME cli.compare_losses_nan COMMAND ${CMAKE_COMMAND} -DCOMPARE=$<TARGET
          -DDIR=${CMAKE_CURRENT_BINARY_DIR} -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/compare_nan.cmake)
 
 # Faults (core/fault.hpp): the job fails with the expected report within a time limit.
-# trident_cli_fault(name RANKS n FAULT spec SECONDS s [FROM_MARK text] EXPECT lines... ARGS ...)
+# trident_cli_fault(name RANKS n FAULT spec SECONDS s [FROM_MARK text] [ENV VAR=value...]
+#                   [MPIEXEC mpiexec options] EXPECT lines... ARGS ...)
 function(trident_cli_fault name)
-  cmake_parse_arguments(F "" "RANKS;FAULT;SECONDS;FROM_MARK" "EXPECT;ARGS;ENV" ${ARGN})
-  set(cmd ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${F_RANKS} $<TARGET_FILE:train_gpt> ${F_ARGS})
+  cmake_parse_arguments(F "" "RANKS;FAULT;SECONDS;FROM_MARK" "EXPECT;ARGS;ENV;MPIEXEC" ${ARGN})
+  set(cmd ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${F_RANKS} ${F_MPIEXEC}
+      $<TARGET_FILE:train_gpt> ${F_ARGS})
   string(REPLACE ";" "|" cmd "${cmd}")
   string(REPLACE ";" "|" expect "${F_EXPECT}")
   add_test(NAME cli.fault.${name} COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${cmd}" "-DEXPECT=${expect}"
@@ -140,11 +142,17 @@ trident_cli_fault(skip_collective RANKS 4 FAULT skip-collective:rank=1:step=2 SE
          "[rank 0] missing from barrier on group 'world': rank 1"
          "[rank 1] missing from all_reduce on group 'tp': rank 0"
          "SKIPPED (fault injection)")
-# The same through the pipeline (point-to-point), the timeout from the environment.
-trident_cli_fault(skip_collective_pp RANKS 4 FAULT skip-collective:rank=3:step=1 SECONDS 30
-  ARGS ${small} --pp 2 --dp 2 --microbatches 2 ENV TRIDENT_TIMEOUT=3
-  EXPECT "[rank 0] missing from barrier on group 'world': rank 3"
-         "[rank 3] trident watchdog: waited 3")
+# The same through the pipeline (point-to-point), the timeout from the environment: 3 s, but
+# 100 s on rank 0 (mpiexec's MPMD form), whose watchdog fires when the others' announce the hang.
+set(pp_run ${small} --pp 2 --dp 2 --microbatches 2)
+trident_cli_fault(skip_collective_pp RANKS 1 FAULT skip-collective:rank=3:step=1 SECONDS 30
+  MPIEXEC -env TRIDENT_TIMEOUT 100 ARGS ${pp_run} : -n 3 $<TARGET_FILE:train_gpt> ${pp_run}
+  ENV TRIDENT_TIMEOUT=3
+  EXPECT "[rank 0] trident watchdog: waited"
+         "(another rank's watchdog fired) for barrier on 'world'"
+         "[rank 0] missing from barrier on group 'world': rank 3"
+         "[rank 3] trident watchdog: waited 3"
+         "[rank 3] missing from recv on group 'pp': rank 1")
 # A rank killed mid-step: every rank gone within 5 s of the kill (mpiexec tears the job down;
 # the watchdog's 60 s cannot be what ends it).
 trident_cli_fault(kill_mid_step RANKS 4 FAULT kill-mid-step:rank=2:step=2 SECONDS 5

@@ -57,7 +57,7 @@ constexpr double kPollAfter = 0.05, kPollEvery = 0.01, kCollect = 2.0, kLinger =
 
 // An announcement: this fixed part, then `groups` pairs (key, collectives started).
 struct Announcement {
-  int rank = -1, op = 0, peer = -1, step = -1, microbatch = -1, groups = 0;
+  int rank = -1, op = 0, peer = -1, step = -1, microbatch = -1, groups = 0;  // peer: world rank
   char group[16] = {};
   std::uint64_t key = 0, sequence = 0;
   double waited = 0;
@@ -121,7 +121,8 @@ inline bool alarm_heard() {
 inline std::string describe(const Announcement& a) {
   std::string s = std::string(to_string(CommOp(a.op))) + " on '" + a.group + "'";
   if (a.sequence) s += " #" + std::to_string(a.sequence);
-  if (a.peer >= 0) s += " (peer/root " + std::to_string(a.peer) + " of the group)";
+  if (a.peer >= 0)
+    s += std::string(a.sequence ? " (root: rank " : " (peer: rank ") + std::to_string(a.peer) + ")";
   return s + ", step " + std::to_string(a.step) + ", microbatch " + std::to_string(a.microbatch);
 }
 
@@ -155,8 +156,11 @@ inline std::string report(const Announcement& me, const Waiting& w,
       const std::uint64_t started = c == h.started.end() ? 0 : c->second;
       if (me.sequence > 0 && started >= me.sequence) continue;  // it arrived
       missing += " " + std::to_string(r);
-      out += tag + "  rank " + std::to_string(r) + " started " + std::to_string(started) +
-             " collectives on '" + w.group->name + "' and waits for " + describe(h.a) + "\n";
+      out += tag + "  rank " + std::to_string(r) +
+             (me.sequence > 0 ? " started " + std::to_string(started) + " collectives on '" +
+                                    w.group->name + "' and"
+                              : std::string()) +
+             " waits for " + describe(h.a) + "\n";
     }
     out += tag + "missing from " + to_string(w.op) + " on group '" + w.group->name +
            "':" + (missing.empty() ? std::string(" none that answered") : " rank" + missing) + "\n";
@@ -186,7 +190,7 @@ inline std::string report(const Announcement& me, const Waiting& w,
   Announcement a;
   a.rank = me;
   a.op = int(w.op);
-  a.peer = w.peer;
+  a.peer = peer_world_rank(w);
   if (const CallRecord* r = flight_recorder().find(w.record)) {
     a.sequence = r->sequence;
     a.step = r->step;

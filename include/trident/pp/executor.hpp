@@ -46,6 +46,7 @@ class Executor {
     std::map<Key, Message> inbox, outbox;
     for (const Action& a : actions_)  // post every receive now
       if (is_recv(a.op)) {
+        flight_recorder().set_microbatch(a.microbatch);
         Message& msg = inbox[key(a.op, a.microbatch, a.chunk)];
         msg.data.allocate(MemoryKind::buffers, size_, Fill::none);  // the receive writes all
         msg.request = pp_.irecv(trident::Span<T>(msg.data.data(), size_), a.peer,
