@@ -16,6 +16,8 @@
 // Nothing here can hang: sends are nonblocking and never waited for, receives follow a
 // successful probe of a small message, and every loop has a deadline. A rank that does not
 // answer (computing, finished, killed, or inside an MPI call of its own) is named as such.
+// Not covered: calls that block inside MPI with no nonblocking form trident uses (MPI_Comm_split
+// when a mesh is built, MPI_Finalize), and WaitPolicy::block.
 // Missing members: a collective #k of a group (flight_recorder.hpp) has arrived from a member
 // that started at least k collectives on that group; any other member is missing.
 #pragma once
