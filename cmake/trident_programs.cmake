@@ -8,6 +8,16 @@ target_link_libraries(trident_programs INTERFACE trident::trident CLI11::CLI11
 target_compile_options(trident_programs INTERFACE -Wall -Wextra -Wpedantic
                        $<$<CONFIG:Release>:-O3 -march=native>)
 
+# TRIDENT_SANITIZE: AddressSanitizer + UndefinedBehaviorSanitizer on every test, example and
+# benchmark (not on users of the library). Any undefined behaviour stops the program
+# (-fno-sanitize-recover), so a test fails instead of printing and passing.
+if(TRIDENT_SANITIZE)
+  set(trident_sanitizers -fsanitize=address,undefined -fno-sanitize-recover=all
+                         -fno-omit-frame-pointer)
+  target_compile_options(trident_programs INTERFACE ${trident_sanitizers})
+  target_link_options(trident_programs INTERFACE ${trident_sanitizers})
+endif()
+
 # trident_program(name source...): an executable built with the settings above.
 function(trident_program name)
   add_executable(${name} ${ARGN})

@@ -25,6 +25,7 @@ namespace {
 struct Flags {
   TrainOptions o;
   int steps = 300, threads = 0, log_every = 1;
+  double timeout = wait_tuning().timeout_seconds;  // TRIDENT_TIMEOUT or 600
   std::string dtype = "float", precision = "fp32", data = default_corpus(), schedule = "1f1b";
   std::string recompute = "none", grad_reduce = "microbatch", pp_layers = "auto";
   std::string init, save, dump_grads, json, trace, svg;
@@ -78,6 +79,7 @@ int train(const Comm& world, Flags& f, TokenSource data) {
         pp::to_string(o.schedule), o.sequence_parallel ? ", SP" : "", o.zero.stage, f.dtype.c_str(),
         f.precision.c_str(), data.name().c_str());
   std::vector<double> losses;
+  std::vector<int> skipped;  // steps skipped for a non-finite loss or gradient norm
   std::vector<StepResult> measured;
   const double tokens = double(o.batch) * o.model.seq;
   double elapsed = 0;
@@ -96,11 +98,13 @@ int train(const Comm& world, Flags& f, TokenSource data) {
                        ? dump_gradients_and_step(t, data, f.dump_grads)
                        : t.step();
     losses.push_back(r.loss);
+    if (r.skipped) skipped.push_back(s);
     elapsed += r.seconds;
     if (s > first) measured.push_back(r);
     if (world.rank() == 0 && (s % f.log_every == 0 || s == last - 1))
-      std::printf("step %5d | loss %.6f | norm %.4f | lr %.2e | %8.0f tokens/s | %7.1f s\n", s,
-                  r.loss, r.grad_norm, r.lr, tokens / r.seconds, elapsed);
+      std::printf("step %5d | loss %.6f | norm %.4f | lr %.2e | %8.0f tokens/s | %7.1f s%s\n", s,
+                  r.loss, r.grad_norm, r.lr, tokens / r.seconds, elapsed,
+                  r.skipped ? " | skipped: not finite" : "");
     std::fflush(stdout);
     if (f.save_every > 0 && t.steps_done() % f.save_every == 0) {
       const std::string path = save_checkpoint(t, f.checkpoint_dir, f.keep);
@@ -108,17 +112,17 @@ int train(const Comm& world, Flags& f, TokenSource data) {
         std::printf("checkpoint %s (after %d steps)\n", path.c_str(), t.steps_done());
     }
   }
-  if (measured.empty()) measured.push_back(StepResult{});
+  // the first step warms up: a run of one step has no measured throughput (NaN, printed n/a)
   double seconds = 0;
   for (const StepResult& r : measured) seconds += r.seconds;
-  const double tokens_per_s = measured.size() * tokens / std::max(seconds, 1e-12);
+  const double tokens_per_s = measured.empty() ? std::nan("") : measured.size() * tokens / seconds;
   const RunReport report = make_report(t, measured);
   if (!f.save.empty()) save_weights(t, f.save);
   // the timeline of the last step: every rank's spans, gathered on rank 0
   pp::Timeline timeline{world.size(), {}};
   {
     std::vector<double> mine;
-    for (const pp::Span& sp : measured.back().spans)
+    for (const pp::Span& sp : measured.empty() ? std::vector<pp::Span>{} : measured.back().spans)
       mine.insert(mine.end(), {double(world.rank()), double(int(sp.kind)), double(sp.microbatch),
                                double(sp.chunk), sp.begin, sp.end});
     const int count = static_cast<int>(mine.size());
@@ -134,9 +138,17 @@ int train(const Comm& world, Flags& f, TokenSource data) {
                                   int(all[k + 3]), all[k + 4], all[k + 5]});
   }
   if (world.rank() != 0) return 0;
-  std::printf("\n%d steps: loss %.4f -> %.4f | %.0f tokens/s (steps %d..%d) | %s\n", last - first,
-              losses.front(), losses.back(), tokens_per_s, first + 1, last - 1,
-              mesh.to_string().c_str());
+  char throughput[64] = "n/a tokens/s (one step, which warms up)";
+  if (!measured.empty())
+    std::snprintf(throughput, sizeof throughput, "%.0f tokens/s (steps %d..%d)", tokens_per_s,
+                  first + 1, last - 1);
+  std::printf("\n%d steps: loss %.4f -> %.4f | %s | %s\n", last - first, losses.front(),
+              losses.back(), throughput, mesh.to_string().c_str());
+  if (!skipped.empty()) {
+    std::printf("skipped %zu step(s) with a non-finite loss or gradient norm:", skipped.size());
+    for (int s : skipped) std::printf(" %d", s);
+    std::printf("\n");
+  }
   print_report(report, o);
   std::vector<std::string> names;
   for (int r = 0; r < world.size(); ++r) names.push_back("rank " + std::to_string(r));
@@ -170,7 +182,8 @@ int train(const Comm& world, Flags& f, TokenSource data) {
     j["first_step"] = first;  // losses[k] is the loss of step first + k (0-based)
     j["losses"] = losses;
     j["final_loss"] = losses.back();
-    j["tokens_per_s"] = tokens_per_s;
+    j["tokens_per_s"] = tokens_per_s;  // NaN (one step) is written as null
+    j["skipped_steps"] = skipped;
     j["bubble"] = {{"measured", report.bubble}, {"formula", report.bubble_formula}};
     for (const RankFigures& r : report.ranks)
       j["ranks"].push_back({{"coord", {r.tp, r.pp, r.dp}},
@@ -242,8 +255,13 @@ int main(int argc, char** argv) {
                    "write the first step's gradients, loss and batch");
     app.add_option("--json", f.json, "write the run report as JSON");
     app.add_option("--threads", f.threads, "threads per rank (default: cores / ranks on the node)");
-    app.add_option("--log-every", f.log_every, "steps between progress lines")
-        ->check(CLI::PositiveNumber);
+    app.add_option("--log-every", f.log_every, "steps between progress lines");
+    app.add_option("--timeout", f.timeout,
+                   "seconds any wait may last before the watchdog reports the hang and ends the "
+                   "job (default: TRIDENT_TIMEOUT, else 600)")
+        ->capture_default_str();
+    app.add_flag("--skip-nonfinite", o.skip_nonfinite,
+                 "skip a step whose loss or gradient norm is not finite (default: stop)");
     app.add_option("--tp", o.mesh.tp, "tensor-parallel size")->capture_default_str();
     app.add_flag("--sequence-parallel", o.sequence_parallel,
                  "sequence parallelism (Korthikanti et al.)");
@@ -296,6 +314,9 @@ int main(int argc, char** argv) {
     require(f.save_every == 0 || !f.checkpoint_dir.empty(), "--save-every needs --checkpoint-dir");
     require(!f.resuming || !f.resume.empty() || !f.checkpoint_dir.empty(),
             "--resume without a path needs --checkpoint-dir");
+    require(f.log_every >= 1, "--log-every must be at least 1");
+    require(f.threads >= 0, "--threads must be at least 0 (0: cores / ranks on the node)");
+    wait_tuning().timeout_seconds = checked_timeout(f.timeout, "--timeout");
     configure_threads(world, f.threads);
 
     TokenSource data = TokenSource::synthetic(o.model.vocab);

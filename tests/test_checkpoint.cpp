@@ -212,8 +212,7 @@ TEST_CASE("TRIDENT_FAULT arms one fault: its kind, rank and step") {
   CHECK(!fault::armed("kill-during-save", 3, 11));
   CHECK(!fault::armed("kill-during-save", 2, 12));
   CHECK(!fault::armed("skip-collective", 3, 12));
-  for (const char* bad : {"kill-during-save", "kill-during-save:rank=3", ":rank=1:step=2",
-                          "kill-during-save:rank=-1:step=2", "kill-during-save:step=2:rank=1",
+  for (const char* bad : {":rank=1:step=2", "kill-during-save:rank=-1:step=2",
                           "kill-during-save:rank=1:step=2:x", "kill-during-save:rank=1:step="}) {
     setenv("TRIDENT_FAULT", bad, 1);
     CHECK_THROWS_AS(fault::from_environment(), Error);

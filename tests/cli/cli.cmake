@@ -4,14 +4,16 @@ if(NOT TRIDENT_BUILD_EXAMPLES)
   return()
 endif()
 
-# trident_cli_error(name RANKS n EXPECT "message" ARGS program args...)
+# trident_cli_error(name RANKS n EXPECT "message" PROGRAM program ARGS args... [ENV VAR=value...])
 function(trident_cli_error name)
-  cmake_parse_arguments(E "" "RANKS;EXPECT;PROGRAM" "ARGS" ${ARGN})
+  cmake_parse_arguments(E "" "RANKS;EXPECT;PROGRAM" "ARGS;ENV" ${ARGN})
   set(cmd ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${E_RANKS} $<TARGET_FILE:${E_PROGRAM}> ${E_ARGS})
   string(REPLACE ";" "|" cmd "${cmd}")  # a list survives the command line as a|b|c
   add_test(NAME cli.${name} COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${cmd}" "-DEXPECT=${E_EXPECT}"
            -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_error.cmake)
-  set_tests_properties(cli.${name} PROPERTIES TIMEOUT 60 ENVIRONMENT "OMP_NUM_THREADS=1")
+  math(EXPR timeout "60 * ${TRIDENT_TEST_TIMEOUT_FACTOR}")
+  set_tests_properties(cli.${name} PROPERTIES TIMEOUT ${timeout}
+                       ENVIRONMENT "OMP_NUM_THREADS=1;${E_ENV}")
 endfunction()
 
 set(tiny --layers 2 --hidden 16 --heads 2 --seq 8 --batch 4 --steps 1 --data synthetic)
@@ -55,6 +57,32 @@ trident_cli_error(unreadable_data RANKS 2 PROGRAM train_gpt ARGS --data /nonexis
   EXPECT "cannot read the data file '/nonexistent/corpus.txt'")
 trident_cli_error(unreadable_init RANKS 2 PROGRAM train_gpt ARGS ${tiny} --dp 2 --init /nonexistent/w.safetensors
   EXPECT "/nonexistent/w.safetensors")
+trident_cli_error(data_directory RANKS 2 PROGRAM train_gpt ARGS ${tiny} --data ${CMAKE_CURRENT_SOURCE_DIR}
+  EXPECT "is a directory, not a file")
+trident_cli_error(virtual_stages_zero RANKS 2 PROGRAM train_gpt ARGS ${tiny} --layers 4 --pp 2
+  --schedule interleaved --virtual-stages 0 EXPECT "--virtual-stages must be at least 1, got 0")
+trident_cli_error(lr_nan RANKS 2 PROGRAM train_gpt ARGS ${tiny} --dp 2 --lr nan
+  EXPECT "the learning rate (--lr) must be a finite number > 0, got nan")
+trident_cli_error(lr_negative RANKS 2 PROGRAM train_gpt ARGS ${tiny} --dp 2 --lr -1
+  EXPECT "the learning rate (--lr) must be a finite number > 0, got -1")
+trident_cli_error(steps_zero RANKS 2 PROGRAM train_gpt ARGS ${tiny} --steps 0
+  EXPECT "--steps must be at least 1")
+trident_cli_error(threads_negative RANKS 2 PROGRAM train_gpt ARGS ${tiny} --threads -2
+  EXPECT "--threads must be at least 0")
+trident_cli_error(timeout_zero RANKS 2 PROGRAM train_gpt ARGS ${tiny} --timeout 0
+  EXPECT "--timeout must be a number of seconds > 0, got 0")
+trident_cli_error(timeout_environment RANKS 2 PROGRAM train_gpt ARGS ${tiny} ENV TRIDENT_TIMEOUT=soon
+  EXPECT "TRIDENT_TIMEOUT must be a number of seconds > 0, got nan")
+trident_cli_error(fault_malformed RANKS 2 PROGRAM train_gpt ARGS ${tiny} --dp 2 ENV TRIDENT_FAULT=nan-loss:rank=x
+  EXPECT "TRIDENT_FAULT='nan-loss:rank=x': 'x' is not a number >= 0")
+trident_cli_error(nan_loss_stops RANKS 2 PROGRAM train_gpt ARGS ${tiny} --steps 4 --dp 2
+  ENV TRIDENT_FAULT=nan-loss:rank=1:step=2 EXPECT "step 2: the loss is nan and the gradient norm")
+trident_cli_error(log_every_zero RANKS 1 PROGRAM train_gpt ARGS ${tiny} --log-every 0
+  EXPECT "--log-every must be at least 1")
+trident_cli_error(weight_too_large RANKS 1 PROGRAM train_gpt ARGS ${tiny} --vocab 2000000000
+  EXPECT "the model's largest weight has 32000000000 elements, more than 2^31 - 1")
+trident_cli_error(activations_too_large RANKS 1 PROGRAM train_gpt ARGS ${tiny} --seq 30000
+  --hidden 2 --heads 2 --batch 2 EXPECT "a microbatch's activations (2 sequences x 30000 tokens x 60000)")
 trident_cli_error(plan_mesh_product RANKS 1 PROGRAM plan ARGS --preset gpt3-175b --gpus 128 --tp 8 --pp 16 --dp 64
   EXPECT "8192 GPUs, not 128")
 
@@ -77,9 +105,74 @@ function(trident_same_losses name)
   endforeach()
   add_test(NAME cli.same_losses.${name} COMMAND ${CMAKE_COMMAND} "-DFIRST=${one}" "-DSECOND=${many}"
            "-DCOMPARE=${cmp}" -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/same_losses.cmake)
-  set_tests_properties(cli.same_losses.${name} PROPERTIES TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=1")
+  math(EXPR timeout "300 * ${TRIDENT_TEST_TIMEOUT_FACTOR}")
+  set_tests_properties(cli.same_losses.${name} PROPERTIES TIMEOUT ${timeout} ENVIRONMENT "OMP_NUM_THREADS=1")
 endfunction()
 trident_same_losses(tp2 RANKS 2 ARGS --tp 2)
 trident_same_losses(tp2_pp2_dp2_zero3 RANKS 8 ARGS --tp 2 --pp 2 --dp 2 --zero 3)
 trident_same_losses(pp2_interleaved_sp RANKS 4 ARGS --tp 2 --pp 2 --sequence-parallel --schedule interleaved --virtual-stages 2 --microbatches 2)
 trident_same_losses(pp2_zb_h1_dp2_zero2 RANKS 4 ARGS --pp 2 --dp 2 --zero 2 --schedule zb-h1 --microbatches 2)
+
+# A run of one step (which warms up and is not measured) reports no throughput and no bubble.
+set(one_step ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 $<TARGET_FILE:train_gpt> ${tiny}
+    --layers 4 --pp 2 --microbatches 2)
+string(REPLACE ";" "|" one_step "${one_step}")
+add_test(NAME cli.one_step_report COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${one_step}"
+         "-DEXPECT=1 steps: loss|n/a tokens/s (one step, which warms up)|pipeline bubble: measured n/a"
+         -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_output.cmake)
+set_tests_properties(cli.one_step_report PROPERTIES TIMEOUT 60 ENVIRONMENT "OMP_NUM_THREADS=1")
+
+# compare_losses fails on a loss that is not a number.
+add_test(NAME cli.compare_losses_nan COMMAND ${CMAKE_COMMAND} -DCOMPARE=$<TARGET_FILE:compare_losses>
+         -DDIR=${CMAKE_CURRENT_BINARY_DIR} -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/compare_nan.cmake)
+
+# Faults (core/fault.hpp): the job fails with the expected report within a time limit.
+# trident_cli_fault(name RANKS n FAULT spec SECONDS s [FROM_MARK text] [ENV VAR=value...]
+#                   [MPIEXEC mpiexec options] EXPECT lines... ARGS ...)
+function(trident_cli_fault name)
+  cmake_parse_arguments(F "" "RANKS;FAULT;SECONDS;FROM_MARK" "EXPECT;ARGS;ENV;MPIEXEC" ${ARGN})
+  set(cmd ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${F_RANKS} ${F_MPIEXEC}
+      $<TARGET_FILE:train_gpt> ${F_ARGS})
+  string(REPLACE ";" "|" cmd "${cmd}")
+  string(REPLACE ";" "|" expect "${F_EXPECT}")
+  add_test(NAME cli.fault.${name} COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${cmd}" "-DEXPECT=${expect}"
+           "-DSECONDS=${F_SECONDS}" "-DFROM_MARK=${F_FROM_MARK}"
+           -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_fault.cmake)
+  math(EXPR timeout "120 * ${TRIDENT_TEST_TIMEOUT_FACTOR}")
+  set_tests_properties(cli.fault.${name} PROPERTIES TIMEOUT ${timeout}
+                       ENVIRONMENT "OMP_NUM_THREADS=1;TRIDENT_FAULT=${F_FAULT};${F_ENV}")
+endfunction()
+set(small --layers 2 --hidden 16 --heads 2 --seq 8 --batch 8 --steps 6 --data synthetic)
+# The watchdog: rank 1 skips the barrier that starts step 2; the other ranks wait for it there,
+# rank 1 waits for its TP partner in the step's first all-reduce. Timeout 3 s; the whole run
+# (start-up, two steps, 3 s, the report) within 30 s.
+trident_cli_fault(skip_collective RANKS 4 FAULT skip-collective:rank=1:step=2 SECONDS 30
+  ARGS ${small} --tp 2 --dp 2 --timeout 3
+  EXPECT "[rank 0] trident watchdog: waited 3"
+         "[rank 0] missing from barrier on group 'world': rank 1"
+         "[rank 1] missing from all_reduce on group 'tp': rank 0"
+         "SKIPPED (fault injection)")
+# The same through the pipeline (point-to-point), the timeout from the environment: 3 s, but
+# 100 s on rank 0 (mpiexec's MPMD form), whose watchdog fires when the others' announce the hang.
+set(pp_run ${small} --pp 2 --dp 2 --microbatches 2)
+trident_cli_fault(skip_collective_pp RANKS 1 FAULT skip-collective:rank=3:step=1 SECONDS 30
+  MPIEXEC -env TRIDENT_TIMEOUT 100 ARGS ${pp_run} : -n 3 $<TARGET_FILE:train_gpt> ${pp_run}
+  ENV TRIDENT_TIMEOUT=3
+  EXPECT "[rank 0] trident watchdog: waited"
+         "(another rank's watchdog fired) for barrier on 'world'"
+         "[rank 0] missing from barrier on group 'world': rank 3"
+         "[rank 3] trident watchdog: waited 3"
+         "[rank 3] missing from recv on group 'pp': rank 1")
+# A rank killed mid-step: every rank gone within 5 s of the kill (mpiexec tears the job down;
+# the watchdog's 60 s cannot be what ends it).
+trident_cli_fault(kill_mid_step RANKS 4 FAULT kill-mid-step:rank=2:step=2 SECONDS 5
+  FROM_MARK "at epoch" ARGS ${small} --tp 2 --dp 2 --timeout 60
+  EXPECT "trident fault: rank 2 kills itself with SIGKILL in step 2")
+
+# --skip-nonfinite: a step with a NaN gradient norm is skipped, counted and reported.
+add_test(NAME cli.skip_nonfinite COMMAND ${CMAKE_COMMAND}
+         "-DCOMMAND=${MPIEXEC_EXECUTABLE}|${MPIEXEC_NUMPROC_FLAG}|2|$<TARGET_FILE:train_gpt>|--layers|2|--hidden|16|--heads|2|--seq|8|--batch|4|--steps|5|--dp|2|--data|synthetic|--skip-nonfinite|--json|${CMAKE_CURRENT_BINARY_DIR}/skip_nonfinite.json"
+         -DJSON=${CMAKE_CURRENT_BINARY_DIR}/skip_nonfinite.json
+         -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/skip_nonfinite.cmake)
+set_tests_properties(cli.skip_nonfinite PROPERTIES TIMEOUT 120
+                     ENVIRONMENT "OMP_NUM_THREADS=1;TRIDENT_FAULT=nan-grad:rank=1:step=2")

@@ -1,10 +1,18 @@
 // compare_losses A.json B.json TOLERANCE: passes (exit 0) when two train_gpt run reports have
-// the same number of steps and every step's loss agrees within TOLERANCE, relative.
+// the same number of steps and every step's loss is a finite number and agrees within
+// TOLERANCE, relative. A NaN or infinite loss (written as null in JSON) fails.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
+
+namespace {
+// The loss of step i, NaN when it is not a number (JSON has no NaN: train_gpt writes null).
+double loss(const nlohmann::json& losses, std::size_t i) {
+  return losses[i].is_number() ? losses[i].get<double>() : std::nan("");
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 4) {
@@ -12,8 +20,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   nlohmann::json a, b;
-  std::ifstream(argv[1]) >> a;
-  std::ifstream(argv[2]) >> b;
+  try {
+    std::ifstream(argv[1]) >> a;
+    std::ifstream(argv[2]) >> b;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cannot read the run reports: %s\n", e.what());
+    return 2;
+  }
   const double tolerance = std::atof(argv[3]);
   const auto &la = a.at("losses"), &lb = b.at("losses");
   // a resumed run (first_step > 0) is compared on the steps it ran; both runs end at one step
@@ -25,9 +38,15 @@ int main(int argc, char** argv) {
   }
   int bad = 0;
   for (std::size_t i = 0; i < lb.size(); ++i) {
-    const double x = la[fb - fa + i], y = lb[i], rel = std::abs(x - y) / std::abs(x);
+    const double x = loss(la, fb - fa + i), y = loss(lb, i);
+    if (!std::isfinite(x) || !std::isfinite(y)) {
+      std::printf("step %zu: %g %g  not a finite number\n", fb + i, x, y);
+      ++bad;
+      continue;
+    }
+    const double rel = x == y ? 0.0 : std::abs(x - y) / std::abs(x);
     std::printf("step %zu: %.15f %.15f  relative difference %.2e\n", fb + i, x, y, rel);
-    bad += rel > tolerance;
+    bad += !(rel <= tolerance);
   }
   return bad ? 1 : 0;
 }

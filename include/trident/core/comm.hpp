@@ -2,18 +2,23 @@
 //
 // RAII over MPI_Comm, explicit about ownership: Comm::world() and Comm::borrow() never free the
 // handle; split() and dup() return owning communicators that free it on destruction. Every
-// operation is started nonblocking and completed by the wait policy of request.hpp, and is
-// counted in comm_stats() under the communicator's name (see stats.hpp for the convention).
+// operation is started nonblocking and completed by the wait policy of request.hpp, is
+// counted in comm_stats() under the communicator's name (see stats.hpp for the convention) and
+// is recorded by the flight recorder (flight_recorder.hpp) for the watchdog's report. The fault
+// skip-collective (fault.hpp) makes this rank skip one collective: it is recorded, not posted.
 #pragma once
 
 #include <mpi.h>
 
+#include <cstdio>
 #include <limits>
 #include <string>
 #include <utility>
 
 #include "datatype.hpp"
 #include "error.hpp"
+#include "fault.hpp"
+#include "flight_recorder.hpp"
 #include "request.hpp"
 #include "span.hpp"
 #include "stats.hpp"
@@ -38,6 +43,7 @@ class Comm {
       name_ = std::move(other.name_);
       rank_ = other.rank_;
       size_ = other.size_;
+      group_ = std::exchange(other.group_, nullptr);
     }
     return *this;
   }
@@ -71,7 +77,7 @@ class Comm {
   // buf <- op over the group of buf, in place.
   template <class T>
   Request iall_reduce(Span<T> buf, ReduceOp op = ReduceOp::sum) const {
-    return start(CommOp::all_reduce, buf.bytes(), [&](MPI_Request* r) {
+    return start(CommOp::all_reduce, buf.bytes(), -1, [&](MPI_Request* r) {
       return MPI_Iallreduce(MPI_IN_PLACE, buf.data(), count(buf.size()), mpi_type<T>(),
                             mpi_op<T>(op), comm_, r);
     });
@@ -81,7 +87,7 @@ class Comm {
   Request ireduce_scatter(Span<const T> in, Span<T> out) const {
     require(in.size() == out.size() * static_cast<std::size_t>(size_),
             "reduce_scatter on '" + name_ + "': input must be group size x output");
-    return start(CommOp::reduce_scatter, in.bytes(), [&](MPI_Request* r) {
+    return start(CommOp::reduce_scatter, in.bytes(), -1, [&](MPI_Request* r) {
       return MPI_Ireduce_scatter_block(in.data(), out.data(), count(out.size()), mpi_type<T>(),
                                        mpi_op<T>(ReduceOp::sum), comm_, r);
     });
@@ -91,7 +97,7 @@ class Comm {
   Request ireduce_scatter_in_place(Span<T> buf) const {
     require(buf.size() % static_cast<std::size_t>(size_) == 0,
             "reduce_scatter on '" + name_ + "': buffer not divisible by the group size");
-    return start(CommOp::reduce_scatter, buf.bytes(), [&](MPI_Request* r) {
+    return start(CommOp::reduce_scatter, buf.bytes(), -1, [&](MPI_Request* r) {
       const int n = count(buf.size() / static_cast<std::size_t>(size_));
       return MPI_Ireduce_scatter_block(MPI_IN_PLACE, buf.data(), n, mpi_type<T>(),
                                        mpi_op<T>(ReduceOp::sum), comm_, r);
@@ -102,7 +108,7 @@ class Comm {
   Request iall_gather(Span<const T> in, Span<T> out) const {
     require(out.size() == in.size() * static_cast<std::size_t>(size_),
             "all_gather on '" + name_ + "': output must be group size x input");
-    return start(CommOp::all_gather, out.bytes(), [&](MPI_Request* r) {
+    return start(CommOp::all_gather, out.bytes(), -1, [&](MPI_Request* r) {
       return MPI_Iallgather(in.data(), count(in.size()), mpi_type<T>(), out.data(),
                             count(in.size()), mpi_type<T>(), comm_, r);
     });
@@ -112,7 +118,7 @@ class Comm {
   Request iall_gather_in_place(Span<T> buf) const {
     require(buf.size() % static_cast<std::size_t>(size_) == 0,
             "all_gather on '" + name_ + "': buffer not divisible by the group size");
-    return start(CommOp::all_gather, buf.bytes(), [&](MPI_Request* r) {
+    return start(CommOp::all_gather, buf.bytes(), -1, [&](MPI_Request* r) {
       const int n = count(buf.size() / static_cast<std::size_t>(size_));
       return MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf.data(), n, mpi_type<T>(), comm_,
                             r);
@@ -120,32 +126,32 @@ class Comm {
   }
   template <class T>
   Request ibroadcast(Span<T> buf, int root) const {
-    return start(CommOp::broadcast, buf.bytes(), [&](MPI_Request* r) {
+    return start(CommOp::broadcast, buf.bytes(), root, [&](MPI_Request* r) {
       return MPI_Ibcast(buf.data(), count(buf.size()), mpi_type<T>(), root, comm_, r);
     });
   }
   // out (read at root only) <- sum of `in` over the group.
   template <class T>
   Request ireduce(Span<const T> in, Span<T> out, int root) const {
-    return start(CommOp::reduce, in.bytes(), [&](MPI_Request* r) {
+    return start(CommOp::reduce, in.bytes(), root, [&](MPI_Request* r) {
       return MPI_Ireduce(in.data(), out.data(), count(in.size()), mpi_type<T>(),
                          mpi_op<T>(ReduceOp::sum), root, comm_, r);
     });
   }
   template <class T>
   Request isend(Span<const T> buf, int dest, int tag) const {
-    return start(CommOp::send, buf.bytes(), [&](MPI_Request* r) {
+    return start(CommOp::send, buf.bytes(), dest, [&](MPI_Request* r) {
       return MPI_Isend(buf.data(), count(buf.size()), mpi_type<T>(), dest, tag, comm_, r);
     });
   }
   template <class T>
   Request irecv(Span<T> buf, int source, int tag) const {
-    return start(CommOp::recv, buf.bytes(), [&](MPI_Request* r) {
+    return start(CommOp::recv, buf.bytes(), source, [&](MPI_Request* r) {
       return MPI_Irecv(buf.data(), count(buf.size()), mpi_type<T>(), source, tag, comm_, r);
     });
   }
   Request ibarrier() const {
-    return start(CommOp::barrier, 0, [&](MPI_Request* r) { return MPI_Ibarrier(comm_, r); });
+    return start(CommOp::barrier, 0, -1, [&](MPI_Request* r) { return MPI_Ibarrier(comm_, r); });
   }
 
   template <class T>
@@ -209,18 +215,39 @@ class Comm {
     return static_cast<int>(n);
   }
 
-  // Starts one operation through `post`, counts it, and wraps it in a Request.
+  // Starts one operation through `post`, counts and records it, and wraps it in a Request.
+  // peer: the group rank of the peer or root, -1 for none.
   template <class Post>
-  Request start(CommOp op, std::size_t bytes, Post&& post) const {
+  Request start(CommOp op, std::size_t bytes, int peer, Post&& post) const {
     require(valid(), std::string("communication on a null communicator (") + to_string(op) + ")");
     const double t0 = detail::now_seconds();
+    if (!group_) group_ = flight_recorder().group(comm_, name_);
+    FlightRecorder& recorder = flight_recorder();
+    const bool skip = op != CommOp::send && op != CommOp::recv && skip_fault(recorder.step());
+    const std::uint64_t record = recorder.begin(op, group_, peer, bytes, t0, skip);
+    if (skip) return Request();
     MPI_Request request = MPI_REQUEST_NULL;
     check_mpi(post(&request), to_string(op));
     if (size_ > 1) {  // a group of one moves nothing between ranks: not counted
       comm_stats().record(name_, size_, op, bytes);
       comm_stats().add_seconds(name_, op, detail::now_seconds() - t0);
     }
-    return Request(request, name_, op);
+    return Request(request, name_, op, Waiting{op, group_, peer, record});
+  }
+
+  // The fault skip-collective: true once, for this rank's first collective at the step named.
+  static bool skip_fault(int step) {
+    static bool fired = false;
+    if (fired || !fault::armed("skip-collective", world_rank(), step)) return false;
+    fired = true;
+    std::fprintf(stderr, "trident fault: rank %d skips a collective at step %d\n", world_rank(),
+                 step);
+    return true;
+  }
+  static int world_rank() {
+    int r = -1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    return r;
   }
 
   MPI_Comm comm_ = MPI_COMM_NULL;
@@ -228,6 +255,7 @@ class Comm {
   std::string name_;
   int rank_ = -1;
   int size_ = 0;
+  mutable GroupRecord* group_ = nullptr;  // registered on the first call
 };
 
 }  // namespace trident

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <new>
 #include <string>
 
 #include "comm.hpp"
@@ -13,7 +14,8 @@
 namespace trident {
 
 // RAII over MPI_Init_thread / MPI_Finalize. MPI errors are returned (and thrown as MpiError by
-// check_mpi) instead of aborting inside MPI.
+// check_mpi) instead of aborting inside MPI. Also makes the watchdog's side channel, a duplicate
+// of MPI_COMM_WORLD (watchdog.hpp).
 class Environment {
  public:
   Environment(int& argc, char**& argv) {
@@ -25,17 +27,22 @@ class Environment {
       owns_ = true;
     }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    if (watchdog::channel() == MPI_COMM_NULL) {
+      check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &watchdog::channel()), "MPI_Comm_dup");
+      owns_channel_ = true;
+    }
   }
   Environment(const Environment&) = delete;
   Environment& operator=(const Environment&) = delete;
   ~Environment() {
     int finalized = 0;
     MPI_Finalized(&finalized);
+    if (owns_channel_ && !finalized) MPI_Comm_free(&watchdog::channel());
     if (owns_ && !finalized) MPI_Finalize();
   }
 
  private:
-  bool owns_ = false;
+  bool owns_ = false, owns_channel_ = false;
 };
 
 // Turns a condition that may differ between ranks (a file readable on one rank only, say) into
@@ -67,6 +74,9 @@ int run_main(int argc, char** argv, Body&& body) {
   } catch (const Error& e) {
     if (world.rank() == 0) std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "trident: rank %d: out of memory: the model or batch does not fit\n",
+                 world.rank());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "trident: rank %d: unexpected error: %s\n", world.rank(), e.what());
   }

@@ -1,12 +1,16 @@
-// trident/core/fault.hpp: faults injected on purpose, for the tests of what survives them.
+// trident/core/fault.hpp: fault injection for tests, compiled in and off unless TRIDENT_FAULT is
+// set. The variable names one fault, the rank it hits and the step (0-based) it hits at:
 //
-// TRIDENT_FAULT=KIND:rank=R:step=S arms one fault: world rank R does KIND at step S (e.g.
-// kill-during-save: rank R dies by SIGKILL while writing the checkpoint of step S). Unset, no
-// fault is ever armed; a malformed value is an Error (the same on every rank).
+//   TRIDENT_FAULT=skip-collective:rank=1:step=2   rank 1 skips its next collective at step 2
+//   TRIDENT_FAULT=kill-mid-step:rank=1:step=2     rank 1 kills itself (SIGKILL) in step 2
+//   TRIDENT_FAULT=nan-loss:rank=0:step=2          rank 0's share of the loss is NaN at step 2
+//   TRIDENT_FAULT=nan-grad:rank=0:step=2          rank 0's share of the gradient norm is NaN
+//
+// A missing rank= or step= matches any. The code that owns a fault asks armed(kind, rank, step)
+// at the point where the fault happens; the variable is read once, so asking is cheap.
 #pragma once
 
 #include <cstdlib>
-#include <cstring>
 #include <optional>
 #include <string>
 
@@ -16,38 +20,68 @@ namespace trident::fault {
 
 struct Spec {
   std::string kind;
-  int rank = -1;
-  int step = -1;
+  int rank = -1;  // -1: any rank
+  int step = -1;  // -1: any step
 };
 
-// TRIDENT_FAULT parsed; nullopt when the variable is unset or empty.
-inline std::optional<Spec> from_environment() {
-  const char* text = std::getenv("TRIDENT_FAULT");
-  if (text == nullptr || *text == '\0') return std::nullopt;
-  const std::string value = text;
-  auto bad = [&]() {
-    fail("TRIDENT_FAULT='" + value + "': expected KIND:rank=R:step=S (R, S non-negative)");
-  };
-  auto number = [&](const std::string& field, const char* key) {
-    const std::size_t n = std::strlen(key);
-    if (field.compare(0, n, key) != 0 || field.size() == n || field.size() > n + 9) bad();
-    for (std::size_t k = n; k < field.size(); ++k)
-      if (field[k] < '0' || field[k] > '9') bad();
-    return std::stoi(field.substr(n));
-  };
-  const std::size_t a = value.find(':'), b = a == std::string::npos ? a : value.find(':', a + 1);
-  if (a == 0 || b == std::string::npos || value.find(':', b + 1) != std::string::npos) bad();
-  Spec s;
-  s.kind = value.substr(0, a);
-  s.rank = number(value.substr(a + 1, b - a - 1), "rank=");
-  s.step = number(value.substr(b + 1), "step=");
-  return s;
+namespace detail {
+inline int parse_number(const std::string& text, const std::string& whole) {
+  std::size_t used = 0;
+  int value = -1;
+  try {
+    value = std::stoi(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  require(used == text.size() && !text.empty() && value >= 0,
+          "TRIDENT_FAULT='" + whole + "': '" + text + "' is not a number >= 0");
+  return value;
 }
 
-// Whether TRIDENT_FAULT names this kind, rank and step.
+// "kind:key=value:key=value" -> Spec; keys rank and step.
+inline Spec parse(const std::string& text) {
+  Spec spec;
+  std::size_t begin = 0;
+  for (int field = 0; begin <= text.size(); ++field) {
+    std::size_t end = text.find(':', begin);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(begin, end - begin);
+    if (field == 0) {
+      spec.kind = item;
+    } else {
+      const std::size_t eq = item.find('=');
+      const std::string key = item.substr(0, eq);
+      require(eq != std::string::npos && (key == "rank" || key == "step"),
+              "TRIDENT_FAULT='" + text + "': expected rank=N or step=N, got '" + item + "'");
+      (key == "rank" ? spec.rank : spec.step) = parse_number(item.substr(eq + 1), text);
+    }
+    begin = end + 1;
+  }
+  require(!spec.kind.empty(), "TRIDENT_FAULT='" + text + "': no fault kind");
+  return spec;
+}
+}  // namespace detail
+
+// TRIDENT_FAULT parsed; nullopt when unset or empty. Throws Error when malformed.
+inline std::optional<Spec> from_environment() {
+  const char* text = std::getenv("TRIDENT_FAULT");
+  if (!text || !*text) return std::nullopt;
+  return detail::parse(text);
+}
+
+// True when TRIDENT_FAULT names this kind, rank and step. The variable is parsed again only
+// when its text changes (a malformed one throws here), so asking on a hot path is cheap.
 inline bool armed(const char* kind, int rank, int step) {
-  const std::optional<Spec> s = from_environment();
-  return s && s->kind == kind && s->rank == rank && s->step == step;
+  static std::string text;
+  static std::optional<Spec> spec;
+  const char* now = std::getenv("TRIDENT_FAULT");
+  const std::string current = now ? now : "";
+  if (current != text) {
+    spec = current.empty() ? std::nullopt : std::optional<Spec>(detail::parse(current));
+    text = current;
+  }
+  return spec && spec->kind == kind && (spec->rank < 0 || spec->rank == rank) &&
+         (spec->step < 0 || spec->step == step);
 }
 
 }  // namespace trident::fault

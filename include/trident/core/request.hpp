@@ -12,12 +12,17 @@
 // 1.37-1.42x with naps after 0.3-3 ms of yielding. Collectives never nap: MPICH advances a
 // nonblocking collective only inside the calls of its ranks, so a napping rank stalls all of
 // them (bench/comm, 8 ranks: a 4 KiB all-reduce 0.12 ms yielding, 2.4 ms with naps).
+// Every wait has a deadline, wait_tuning().timeout_seconds: past it the watchdog reports the
+// hang on every rank and ends the job (watchdog.hpp). A collective's wait reads the clock every
+// 16th test only: measured here, a clock read costs ~0.13 us next to ~1.2 us for MPI_Test +
+// sched_yield. WaitPolicy::block (MPI_Wait, for comparisons only) has no deadline.
 #pragma once
 
 #include <mpi.h>
 #include <sched.h>
 
-#include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <memory>
@@ -25,7 +30,9 @@
 #include <utility>
 
 #include "error.hpp"
+#include "flight_recorder.hpp"
 #include "stats.hpp"
+#include "watchdog.hpp"
 
 namespace trident {
 
@@ -40,43 +47,64 @@ inline WaitPolicy& wait_policy() {
 }
 
 // test_yield's tuning: yield for `yield_seconds` of a point-to-point wait, then nap `nap_seconds`
-// between tests (the kernel adds its timer slack, ~50 us). The environment variable
-// TRIDENT_YIELD_US overrides yield_seconds (in microseconds) when the process starts.
+// between tests (the kernel adds its timer slack, ~50 us); give up after `timeout_seconds`.
+// Read from the environment when the process starts: TRIDENT_YIELD_US (yield_seconds, in
+// microseconds) and TRIDENT_TIMEOUT (timeout_seconds, default 600).
 struct WaitTuning {
   double yield_seconds = 1e-3;
   double nap_seconds = 20e-6;
+  double timeout_seconds = 600;
 };
+
+// A timeout is a number of seconds > 0 (not NaN or infinite); `what` names its source.
+inline double checked_timeout(double seconds, const std::string& what) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", seconds);
+  require(std::isfinite(seconds) && seconds > 0,
+          what + " must be a number of seconds > 0, got " + text);
+  return seconds;
+}
 
 inline WaitTuning& wait_tuning() {
   static WaitTuning tuning = [] {
     WaitTuning t;
     if (const char* us = std::getenv("TRIDENT_YIELD_US")) t.yield_seconds = std::atof(us) * 1e-6;
+    if (const char* s = std::getenv("TRIDENT_TIMEOUT"); s && *s) {
+      char* end = nullptr;
+      const double seconds = std::strtod(s, &end);
+      t.timeout_seconds = checked_timeout(*end ? std::nan("") : seconds, "TRIDENT_TIMEOUT");
+    }
     return t;
   }();
   return tuning;
 }
 
 namespace detail {
-inline double now_seconds() {
-  using clock = std::chrono::steady_clock;
-  return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
-}
-
-// Completes `request` under the current policy; `may_nap`: a point-to-point operation.
-inline void complete(MPI_Request& request, MPI_Status* status, bool may_nap) {
+// Completes `request` under the current policy; a point-to-point operation (send/recv) may nap.
+// Past the deadline, or when another rank's watchdog has fired, the watchdog fires here.
+inline void complete(MPI_Request& request, MPI_Status* status, const Waiting& what) {
   if (request == MPI_REQUEST_NULL) return;
   if (wait_policy() == WaitPolicy::block) {
     check_mpi(MPI_Wait(&request, status ? status : MPI_STATUS_IGNORE), "MPI_Wait");
     return;
   }
+  const bool may_nap = what.op == CommOp::send || what.op == CommOp::recv;
   const WaitTuning& tuning = wait_tuning();
   const timespec nap{0, static_cast<long>(tuning.nap_seconds * 1e9)};
   const double start = now_seconds();
+  double now = start, next_probe = start + watchdog::kPollAfter;
   int done = 0;
-  for (;;) {
+  for (unsigned spins = 1;; ++spins) {
     check_mpi(MPI_Test(&request, &done, status ? status : MPI_STATUS_IGNORE), "MPI_Test");
     if (done) return;
-    if (!may_nap || now_seconds() - start < tuning.yield_seconds)
+    // point-to-point reads the clock each time (when to nap); a collective every 16th time
+    if (may_nap || spins % 16 == 0) now = now_seconds();
+    if (now >= next_probe) {  // a long wait: has the deadline passed, or a watchdog fired?
+      if (now - start > tuning.timeout_seconds) watchdog::fire(what, now - start, true);
+      if (watchdog::alarm_heard()) watchdog::fire(what, now - start, false);
+      next_probe = now + watchdog::kPollEvery;
+    }
+    if (!may_nap || now - start < tuning.yield_seconds)
       sched_yield();
     else
       nanosleep(&nap, nullptr);
@@ -89,8 +117,8 @@ inline void complete(MPI_Request& request, MPI_Status* status, bool may_nap) {
 class Request {
  public:
   Request() = default;
-  Request(MPI_Request request, std::string comm, CommOp op)
-      : request_(request), comm_(std::move(comm)), op_(op) {}
+  Request(MPI_Request request, std::string comm, CommOp op, Waiting what = {})
+      : request_(request), comm_(std::move(comm)), op_(op), what_(what) {}
   Request(Request&& other) noexcept { *this = std::move(other); }
   Request& operator=(Request&& other) noexcept {
     if (this != &other) {
@@ -98,6 +126,7 @@ class Request {
       request_ = std::exchange(other.request_, MPI_REQUEST_NULL);
       comm_ = std::move(other.comm_);
       op_ = other.op_;
+      what_ = other.what_;
       keep_ = std::move(other.keep_);
     }
     return *this;
@@ -112,8 +141,10 @@ class Request {
   void wait(MPI_Status* status = nullptr) {
     if (!active()) return;
     const double t0 = detail::now_seconds();
-    detail::complete(request_, status, op_ == CommOp::send || op_ == CommOp::recv);
-    comm_stats().add_seconds(comm_, op_, detail::now_seconds() - t0);
+    detail::complete(request_, status, what_);
+    const double t1 = detail::now_seconds();
+    comm_stats().add_seconds(comm_, op_, t1 - t0);
+    flight_recorder().end(what_.record, t1);
     keep_.reset();
   }
 
@@ -122,7 +153,10 @@ class Request {
     if (!active()) return true;
     int done = 0;
     check_mpi(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "MPI_Test");
-    if (done) keep_.reset();
+    if (done) {
+      flight_recorder().end(what_.record, detail::now_seconds());
+      keep_.reset();
+    }
     return done != 0;
   }
 
@@ -139,6 +173,7 @@ class Request {
   MPI_Request request_ = MPI_REQUEST_NULL;
   std::string comm_;
   CommOp op_ = CommOp::barrier;
+  Waiting what_;
   std::shared_ptr<void> keep_;
 };
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -23,13 +24,20 @@ inline const char* default_corpus() {
 
 class TokenSource {
  public:
-  // Byte-level tokens of a file. Throws Error naming the file when it cannot be read or is
-  // shorter than one sequence plus one.
+  // Byte-level tokens of a file. Throws Error naming the file when it cannot be read (a
+  // directory, say) or is shorter than one sequence plus one.
   static TokenSource from_file(const std::string& path, int seq) {
+    std::error_code ec;
+    require(!std::filesystem::is_directory(path, ec),
+            "the data file '" + path + "' is a directory, not a file");
     std::ifstream in(path, std::ios::binary);
     require(static_cast<bool>(in), "cannot read the data file '" + path + "'");
-    std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)),
-                                     std::istreambuf_iterator<char>());
+    std::vector<unsigned char> bytes;
+    try {  // a read error (EIO, ...) throws from inside the stream buffer
+      bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    } catch (const std::exception&) {
+      fail("cannot read the data file '" + path + "'");
+    }
     require(bytes.size() > static_cast<std::size_t>(seq) + 1,
             "the data file '" + path + "' has " + std::to_string(bytes.size()) +
                 " bytes, fewer than one sequence of " + std::to_string(seq) + " + 1");

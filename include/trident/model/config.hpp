@@ -1,6 +1,7 @@
 // trident/model/config.hpp: the GPT-2-style decoder's shape and its checks.
 #pragma once
 
+#include <algorithm>
 #include <string>
 
 #include "../core/error.hpp"
@@ -30,7 +31,13 @@ struct GPTConfig {
                 s(layers) + ", hidden " + s(hidden) + ", heads " + s(heads) + ")");
     require(hidden % heads == 0,
             "hidden size " + s(hidden) + " is not divisible by the " + s(heads) + " heads");
+    // one tensor's elements travel in one MPI call, whose counts are int
+    const long long C = hidden, largest = std::max({vocab * C, seq * C, 4 * C * C});
+    require(largest <= kMaxElements, "the model's largest weight has " + s(largest) +
+                                         " elements, more than 2^31 - 1 (vocab " + s(vocab) +
+                                         ", seq " + s(seq) + ", hidden " + s(hidden) + ")");
   }
+  static constexpr long long kMaxElements = 2147483647;
 };
 
 }  // namespace trident

@@ -49,6 +49,7 @@ class Executor {
     std::map<Key, Message> inbox, outbox;
     for (const Action& a : actions_)  // post every receive now
       if (is_recv(a.op)) {
+        flight_recorder().set_microbatch(a.microbatch);
         Message& msg = inbox[key(a.op, a.microbatch, a.chunk)];
         msg.data.allocate(MemoryKind::buffers, size_, Fill::none);  // the receive writes all
         msg.request = pp_.irecv(trident::Span<T>(msg.data.data(), size_), a.peer,
@@ -58,6 +59,7 @@ class Executor {
     auto now = [&] { return trident::detail::now_seconds() - origin; };
     for (std::size_t i = 0; i < actions_.size(); ++i) {
       const Action& a = actions_[i];
+      flight_recorder().set_microbatch(a.microbatch);  // stamps this action's calls
       const double t0 = now();
       switch (a.op) {
         case Op::recv_forward:
@@ -113,6 +115,7 @@ class Executor {
                                                                       : std::next(it);
     }
     outbox.clear();  // waits for the last sends
+    flight_recorder().set_microbatch(-1);
     return spans;
   }
 

@@ -4,6 +4,9 @@
 // same Error (ARCHITECTURE: bad input never hangs).
 #pragma once
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -31,7 +34,8 @@ struct TrainOptions {
   int batch = 8;  // sequences in the global batch
   AdamW optimizer;
   std::uint64_t data_seed = 42;
-  bool verbose = false;  // print every pipeline send and receive
+  bool verbose = false;         // print every pipeline send and receive
+  bool skip_nonfinite = false;  // skip a step whose loss or gradient norm is not finite
 
   int virtual_stage_count() const { return mesh.pp * virtual_stages; }
   int rows_per_microbatch() const { return batch / (mesh.dp * microbatches); }
@@ -64,6 +68,7 @@ inline void validate(const TrainOptions& o, int world_size) {
   o.model.validate();
   Mesh<>::validate(o.mesh, world_size);
   validate_tensor_parallel(o.model, o.mesh.tp, o.sequence_parallel);
+  require(o.virtual_stages >= 1, "--virtual-stages must be at least 1, got " + s(o.virtual_stages));
   require(o.virtual_stages == 1 || o.schedule == pp::ScheduleKind::interleaved,
           std::string("virtual stages need the interleaved schedule (") +
               pp::to_string(o.schedule) + " runs 1 model chunk per pipeline rank)");
@@ -79,6 +84,16 @@ inline void validate(const TrainOptions& o, int world_size) {
           "the global batch of " + s(o.batch) + " sequences is not divisible by DP=" +
               s(o.mesh.dp) + " x " + s(o.microbatches) + " microbatches");
   o.zero.validate();
+  // the widest activation of a microbatch: logits (V), the MLP (4C) or attention scores (H T)
+  const long long rows = o.rows_per_microbatch(), T = o.model.seq,
+                  wide = std::max({1LL * o.model.vocab, 4LL * o.model.hidden, o.model.heads * T});
+  require(rows * T * wide <= GPTConfig::kMaxElements,
+          "a microbatch's activations (" + s(rows) + " sequences x " + s(T) + " tokens x " +
+              s(wide) + ") have more than 2^31 - 1 elements");
+  char lr[32];
+  std::snprintf(lr, sizeof lr, "%g", o.optimizer.lr);
+  require(std::isfinite(o.optimizer.lr) && o.optimizer.lr > 0,
+          std::string("the learning rate (--lr) must be a finite number > 0, got ") + lr);
 }
 
 }  // namespace trident

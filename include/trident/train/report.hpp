@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -76,7 +77,8 @@ RunReport make_report(Trainer<T, S>& t, const std::vector<StepResult>& measured)
   double compute = 0, makespan = 0;
   for (const RankFigures& r : report.ranks)
     compute += r.compute, makespan = std::max(makespan, r.end);
-  report.bubble = makespan > 0 ? 1.0 - compute / (report.ranks.size() * makespan) : 0;
+  // no measured step (a run of one step): no bubble to report
+  report.bubble = makespan > 0 ? 1.0 - compute / (report.ranks.size() * makespan) : std::nan("");
   const TrainOptions& o = t.options();
   const double p = o.mesh.pp, m = o.microbatches, v = o.virtual_stages;
   // 1F1B (and GPipe, interleaved: v m); ZB-H1 with F = B = W: idle (p-1)(F + B - W) = (p-1) F
@@ -137,17 +139,19 @@ inline void print_report(const RunReport& r, const TrainOptions& o) {
                 m.tp / MiB, f.tp / MiB, m.pp / MiB, f.pp / MiB, m.dp / MiB, f.dp / MiB, m.emb / MiB,
                 f.emb / MiB);
   }
+  char bubble[16] = "n/a";
+  if (!std::isnan(r.bubble)) std::snprintf(bubble, sizeof bubble, "%.3f", r.bubble);
   if (o.mesh.pp > 1) print_stage_balance(r, o);
   if (o.mesh.pp > 1 && o.schedule == pp::ScheduleKind::zb_h1)
     std::printf(
-        "\npipeline bubble: measured %.3f, formula (p-1)/(3m+p-1) = %.3f for equal F, B, W "
+        "\npipeline bubble: measured %s, formula (p-1)/(3m+p-1) = %.3f for equal F, B, W "
         "(Qi et al. 2023; p=%d, m=%d)\n",
-        r.bubble, r.bubble_formula, o.mesh.pp, o.microbatches);
+        bubble, r.bubble_formula, o.mesh.pp, o.microbatches);
   else if (o.mesh.pp > 1)
     std::printf(
-        "\npipeline bubble: measured %.3f, formula (p-1)/(%sm+p-1) = %.3f "
+        "\npipeline bubble: measured %s, formula (p-1)/(%sm+p-1) = %.3f "
         "(p=%d, m=%d%s)\n",
-        r.bubble, o.virtual_stages > 1 ? "v " : "", r.bubble_formula, o.mesh.pp, o.microbatches,
+        bubble, o.virtual_stages > 1 ? "v " : "", r.bubble_formula, o.mesh.pp, o.microbatches,
         o.virtual_stages > 1 ? (", v=" + std::to_string(o.virtual_stages)).c_str() : "");
 }
 

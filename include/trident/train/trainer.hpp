@@ -11,12 +11,19 @@
 //  4. The global gradient norm (each element counted on one rank), clipping, AdamW on what
 //     each rank owns, and the parameters published (bf16 copies, DP all-gather).
 //  5. The loss is the mean over the global batch's tokens, as in the single-process model.
+//  A non-finite loss or gradient norm (the same value on every rank, both are all-reduced)
+//  stops the run with an Error naming the step, or, with skip_nonfinite, skips the update:
+//  StepResult::skipped, the parameters and moments stay as they were.
 #pragma once
 
+#include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstdio>
 #include <memory>
 #include <vector>
 
+#include "../core/fault.hpp"
 #include "../data/tokens.hpp"
 #include "../model/chunk.hpp"
 #include "../pp/executor.hpp"
@@ -27,6 +34,7 @@ namespace trident {
 
 struct StepResult {
   double loss = 0, grad_norm = 0, lr = 0, seconds = 0;
+  bool skipped = false;         // a non-finite loss or gradient norm; no update (skip_nonfinite)
   std::vector<pp::Span> spans;  // this rank's pipeline timeline
 };
 
@@ -85,6 +93,14 @@ class Trainer {
     Trainer& t;
     double loss = 0;
     void forward(int mb, int c, const T* in, T* out) {
+      if (fault::armed("kill-mid-step", t.mesh_.world().rank(), t.step_)) {
+        std::fprintf(
+            stderr,
+            "trident fault: rank %d kills itself with SIGKILL in step %d, at epoch %.3f s\n",
+            t.mesh_.world().rank(), t.step_, wall_clock_seconds());
+        std::fflush(stderr);
+        std::raise(SIGKILL);
+      }
       loss += t.chunks_[c]->forward(mb, t.micro_[mb], in, out, t.scale());
     }
     void backward(int mb, int c, const T* dout, T* din, nn::BackwardPart part, bool last) {
@@ -92,6 +108,10 @@ class Trainer {
     }
   };
 
+  static double wall_clock_seconds() {  // since the epoch, comparable across processes
+    using clock = std::chrono::system_clock;
+    return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
+  }
   T scale() const { return T(1) / (T(o_.batch) * T(o_.model.seq)); }  // 1 / global tokens
 
   StepResult step(bool apply) {
@@ -103,6 +123,7 @@ class Trainer {
       micro_.push_back(sample_rows(data_, o_.data_seed, step_, row, b, o_.model.seq));
     }
     for (auto& c : chunks_) c->store().begin_step();
+    flight_recorder().set_step(step_);
     mesh_.world().barrier();
     const double origin = detail::now_seconds();
     Stage stage{*this};
@@ -111,7 +132,8 @@ class Trainer {
     sync_replicated_gradients();
     // the loss: summed over the microbatches and DP replicas of the last stage (TP rank 0)
     const bool counts = mesh_.is_last_stage() && mesh_.coord().tp == 0;
-    r.loss = mesh_.world().all_reduce_value(counts ? stage.loss : 0.0);
+    const bool poison = fault::armed("nan-loss", mesh_.world().rank(), step_);
+    r.loss = mesh_.world().all_reduce_value(poison ? std::nan("") : counts ? stage.loss : 0.0);
     if (apply) optimizer(r);
     r.seconds = detail::now_seconds() - origin;
     return r;
@@ -128,8 +150,18 @@ class Trainer {
         return !(tied_copy && st.layout(u).name == "wte");
       });
     }
+    if (fault::armed("nan-grad", mesh_.world().rank(), step_ - 1)) squares = std::nan("");
     r.grad_norm = std::sqrt(mesh_.world().all_reduce_value(squares));
     r.lr = o_.optimizer.lr_at(step_ - 1);
+    if (!std::isfinite(r.loss) || !std::isfinite(r.grad_norm)) {
+      const std::string what = "step " + std::to_string(step_ - 1) + ": the loss is " +
+                               std::to_string(r.loss) + " and the gradient norm " +
+                               std::to_string(r.grad_norm);
+      require(o_.skip_nonfinite, what + "; stopping (--skip-nonfinite skips such steps)");
+      r.skipped = true;  // no update: parameters and moments stay as they were
+      for (auto& c : chunks_) c->store().end_step();
+      return;
+    }
     const double scale = o_.optimizer.clip_scale(r.grad_norm);
     for (auto& c : chunks_) {
       adamw_step(c->store(), o_.optimizer, step_, r.lr, scale);

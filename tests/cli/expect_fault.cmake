@@ -1,0 +1,32 @@
+# Runs COMMAND (a |-separated list) and passes when it fails (a non-zero exit) with every line of
+# EXPECT (|-separated) in its output, within SECONDS of wall time. With FROM_MARK, the time is
+# counted from the epoch seconds the program printed after FROM_MARK (a rank that kills itself
+# prints when) to the end of the command, and must stay below SECONDS.
+string(REPLACE "|" ";" COMMAND "${COMMAND}")
+string(REPLACE "|" ";" EXPECT "${EXPECT}")
+string(TIMESTAMP start "%s%f")  # microseconds since the epoch
+execute_process(COMMAND ${COMMAND} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
+string(TIMESTAMP end "%s%f")
+set(all "${out}${err}")
+message("${all}")
+if(status EQUAL 0)
+  message(FATAL_ERROR "expected a failure, the command succeeded")
+endif()
+foreach(line IN LISTS EXPECT)
+  string(FIND "${all}" "${line}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "expected in the output: ${line}")
+  endif()
+endforeach()
+if(FROM_MARK)
+  if(NOT all MATCHES "${FROM_MARK} ([0-9]+)\\.([0-9][0-9][0-9])")
+    message(FATAL_ERROR "no time after '${FROM_MARK}' in the output")
+  endif()
+  set(start "${CMAKE_MATCH_1}${CMAKE_MATCH_2}000")
+endif()
+math(EXPR ms "(${end} - ${start}) / 1000")
+math(EXPR limit "${SECONDS} * 1000")
+if(ms GREATER limit)
+  message(FATAL_ERROR "took ${ms} ms, more than ${SECONDS} s")
+endif()
+message(STATUS "status ${status} after ${ms} ms (limit ${SECONDS} s)")
