@@ -111,7 +111,7 @@ void zero_bubble_row(const Comm& world, int vocab, int m, int steps) {
   std::string layers;
   for (int n : layer_split(t[0]->options()))
     layers += (layers.empty() ? "" : "+") + std::to_string(n);
-  std::printf("%5d %4d %7s | %9.3f %9.3f | %9.3f %9.3f | %6.2f |", m, layers.c_str(),
+  std::printf("%5d %4d %7s | %9.3f %9.3f | %9.3f %9.3f | %6.2f |", vocab, m, layers.c_str(),
               median(bubble[0]), double(p - 1) / (m + p - 1), median(bubble[1]),
               double(p - 1) / (3 * m + p - 1), median(bubble[1]) / median(bubble[0]));
   for (int r = 0; r < p; ++r)

@@ -395,3 +395,24 @@ TEST_CASE("chrome_trace: complete events in microseconds, one named track per ra
   CHECK_THROWS_WITH_AS(write_chrome_trace("/nonexistent-dir/trace.json", t, {}),
                        "cannot write the Chrome trace '/nonexistent-dir/trace.json'", Error);
 }
+
+TEST_CASE("ZB-H1's W passes: their own boxes and shade in the SVG, W<n> in the Chrome trace") {
+  const Simulation sim = simulate(make_schedule({ScheduleKind::zb_h1, 4, 8}), {1, 2, 0, 0.5});
+  const std::string svg = timeline_svg(sim.timeline, "zb-h1");
+  CHECK(count(svg, "<g class=\"forward\">") == 4 * 8);
+  CHECK(count(svg, "<g class=\"backward\">") == 4 * 8);
+  CHECK(count(svg, "<g class=\"weight\">") == 4 * 8);
+  CHECK(count(svg, "W: weight gradient") == 1);
+  // microbatch 3's three boxes in three different colours
+  const std::string f = detail::box_colour(3, SpanKind::forward),
+                    b = detail::box_colour(3, SpanKind::backward),
+                    w = detail::box_colour(3, SpanKind::weight);
+  CHECK(f != w);
+  CHECK(b != w);
+  CHECK(svg.find("fill=\"" + w + "\"") != std::string::npos);
+  int weights = 0;
+  const nlohmann::json trace = chrome_trace(sim.timeline, {});
+  for (const auto& e : trace.at("traceEvents"))
+    if (e.value("cat", "") == "weight") weights += e.at("name").get<std::string>()[0] == 'W';
+  CHECK(weights == 4 * 8);
+}

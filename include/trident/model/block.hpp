@@ -126,17 +126,21 @@ class Block {
                 BlockGradients<T>& d, nn::BackwardPart part) const {
     const int N = rows(), n = local_rows();
     const bool sp = tp_.sequence_parallel, in = nn::computes_input(part);
+    const bool fused = part == nn::BackwardPart::both;
     if (in) {  // kept until W (activations) when W runs later, scratch when fused
-      const MemoryKind kind =
-          part == nn::BackwardPart::both ? MemoryKind::buffers : MemoryKind::activations;
+      const MemoryKind kind = fused ? MemoryKind::buffers : MemoryKind::activations;
       auto keep = [&](Buffer<T>& b, std::size_t size) { b.allocate(kind, size); };
-      keep(d.dy_mlp, sp ? N * C_ : 0), keep(d.dy_attn, sp ? N * C_ : 0);
+      keep(d.dy_mlp, sp ? N * C_ : 0), keep(d.dy_attn, sp && !fused ? N * C_ : 0);
       keep(d.d_fc, N * 4 * Cl_), keep(d.dln2, n * C_), keep(d.dx2, n * C_);
-      keep(d.dln1, n * C_), keep(d.d_qkv, N * 3 * Cl_);
+      keep(d.dln1, fused ? 0 : n * C_), keep(d.d_qkv, N * 3 * Cl_);
       if (part == nn::BackwardPart::input)
         keep(d.dout, n * C_), std::copy_n(dout, n * C_, d.dout.data());
     }
     const T* dy = part == nn::BackwardPart::weight ? d.dout.data() : dout;
+    // fused: the attention half reuses the MLP half's buffers, done with by then (the
+    // allocations of the backward before the split)
+    T* dy_attn = fused ? d.dy_mlp.data() : d.dy_attn.data();
+    T* dln1 = fused ? d.dln2.data() : d.dln1.data();
     Buffer<T> d_att(MemoryKind::buffers, in ? N * Cl_ : 0),
         dln_full(MemoryKind::buffers, in && sp ? N * C_ : 0),
         d_ln_in(MemoryKind::buffers, in ? n * C_ : 0);
@@ -153,14 +157,14 @@ class Block {
                            a.ln2_mean.data(), a.ln2_rstd.data(), n, C_, part);
     if (in) add(d.dx2.data(), dy, d_ln_in.data(), n * C_);
     // attention half: x2 = x + proj(attention(qkv(ln1(x))))
-    proj_.backward(tp_, d_att.data(), G(kAttnProjW), G(kAttnProjB), d.dx2.data(), d.dy_attn.data(),
+    proj_.backward(tp_, d_att.data(), G(kAttnProjW), G(kAttnProjB), d.dx2.data(), dy_attn,
                    a.att.data(), W(kAttnProjW), N, part);
     if (in)
       nn::attention_backward(d.d_qkv.data(), d_att.data(), a.qkv.data(), a.probs.data(), B_, S_,
                              Hl_, D_);
-    qkv_.backward(tp_, d.dln1.data(), sp ? dln_full.data() : d.dln1.data(), G(kQkvW), G(kQkvB),
-                  d.d_qkv.data(), a.ln1.data(), W(kQkvW), N, part);
-    nn::layernorm_backward(d_ln_in.data(), G(kLn1W), G(kLn1B), d.dln1.data(), a.x.data(), W(kLn1W),
+    qkv_.backward(tp_, dln1, sp ? dln_full.data() : dln1, G(kQkvW), G(kQkvB), d.d_qkv.data(),
+                  a.ln1.data(), W(kQkvW), N, part);
+    nn::layernorm_backward(d_ln_in.data(), G(kLn1W), G(kLn1B), dln1, a.x.data(), W(kLn1W),
                            a.ln1_mean.data(), a.ln1_rstd.data(), n, C_, part);
     if (in) add(dx, d.dx2.data(), d_ln_in.data(), n * C_);
   }
