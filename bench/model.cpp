@@ -1,7 +1,7 @@
 // bench/model: single-process training of the bench model next to its GEMM-bound ideal, and each
 // layer's forward/backward next to plain GEMMs of the same shapes, in one run.
 //
-//   ./bench_model [--seconds 1.5] [--train-seconds 20]      (one process, one thread)
+//   ./bench_model [--seconds 1.5] [--train-seconds 20] [--cpu-time]   (one process, one thread)
 //
 // The ideal: a training step's GEMM FLOPs (Narayanan et al. 2021, eq. (3) without recomputation,
 // bench_util.hpp) at the FLOP/s of the fastest plain engine (Eigen's GEMM or the linked BLAS) on
@@ -21,11 +21,13 @@ namespace {
 
 // One row: our layer (forward or backward) next to the plain GEMMs of the same shapes, by each
 // engine; ours/best = the fastest engine's time over ours.
+Clock bench_clock = Clock::wall;  // --cpu-time: Clock::cpu
+
 void compare(const Comm& world, double seconds, const std::string& name, std::function<void()> ours,
              std::vector<Gemm> gemms) {
   const auto plain = plain_engines(gemms);
-  std::vector<Variant> variants{timed(ours)};
-  for (const auto& p : plain) variants.push_back(timed([&p] { p->run(); }));
+  std::vector<Variant> variants{timed(ours, bench_clock)};
+  for (const auto& p : plain) variants.push_back(timed([&p] { p->run(); }, bench_clock));
   const Timings t = interleaved(world, seconds, variants);
   const double f = plain[0]->flops() / 1e9, ours_s = t.median(0);
   std::printf("%-18s %10.3f %10.2f", name.c_str(), ours_s * 1e3, f / ours_s);
@@ -100,7 +102,11 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--train-seconds", train_seconds, "time for the training rows")
         ->capture_default_str();
+    bool cpu_time = false;
+    app.add_flag("--cpu-time", cpu_time,
+                 "time by the process's CPU time instead of wall time (on a busy machine)");
     parse_command_line(app, argc, argv, world);
+    if (cpu_time) bench_clock = Clock::cpu;
     require(world.size() == 1, "bench_model runs as one process (no mpiexec -n > 1)");
     configure_threads(world, 1);
 
@@ -108,8 +114,10 @@ int main(int argc, char** argv) {
     const GPTConfig& c = o.model;
     const int N = o.batch * c.seq, C = c.hidden;
     std::printf(
-        "# bench_model: V=%d T=%d L=%d C=%d H=%d, batch %d (N=%d rows), float, 1 thread, %s\n",
-        c.vocab, c.seq, c.layers, C, c.heads, o.batch, N, load_average().c_str());
+        "# bench_model: V=%d T=%d L=%d C=%d H=%d, batch %d (N=%d rows), float, 1 thread, %s "
+        "time, %s\n",
+        c.vocab, c.seq, c.layers, C, c.heads, o.batch, N, cpu_time ? "CPU" : "wall",
+        load_average().c_str());
     std::printf(
         "# GFLOP/s of the same GEMM FLOPs: ours, then plain GEMMs by each engine; ours/best: the "
         "fastest engine's time over ours (1 = no overhead)\n");
@@ -129,8 +137,10 @@ int main(int argc, char** argv) {
     const double flops = step_flops(c, o.batch), tokens = double(N);
     require(std::abs(total_flops(step_gemms(c, N, false)) - flops) < 1e-6 * flops,
             "the GEMM list disagrees with eq. (3)");
-    std::vector<Variant> variants{[&] { return trainer.step().seconds; }};
-    for (const auto& p : plain) variants.push_back(timed([&p] { p->run(); }));
+    std::vector<Variant> variants{bench_clock == Clock::wall
+                                      ? Variant([&] { return trainer.step().seconds; })
+                                      : timed([&] { trainer.step(); }, bench_clock)};
+    for (const auto& p : plain) variants.push_back(timed([&p] { p->run(); }, bench_clock));
     const Timings t = interleaved(world, train_seconds, variants);
     const double step_s = t.median(0), ideal_s = median(t.fastest(1, variants.size()));
     std::printf(
