@@ -1,5 +1,6 @@
 // bench/bench_util.hpp: what the model, tp, pp and zero benchmarks share — the bench model, the
-// FLOPs of a training step, plain Eigen GEMMs as the baseline, and interleaved median timing.
+// FLOPs of a training step, plain GEMMs (Eigen's and the linked BLAS's) as the baseline, and
+// interleaved median timing.
 //
 // Absolute times on a shared 2-core machine are noise; ratios measured in one run hold. So every
 // benchmark runs its variants interleaved — repetition i runs each variant once, the order
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <functional>
 #include <memory>
 #include <string>
@@ -71,12 +73,23 @@ inline double median(std::vector<double> v) {
 // slowest rank's time, or a trainer its step time).
 using Variant = std::function<double()>;
 
+// Which clock a variant reads: wall time, or this process's CPU time (all its threads), which
+// other jobs on a shared machine disturb much less; the same for a one-thread process that
+// never waits.
+enum class Clock { wall, cpu };
+inline double seconds_now(Clock clock) {
+  if (clock == Clock::wall) return detail::now_seconds();
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+
 // Seconds of f() on this rank.
-inline Variant timed(std::function<void()> f) {
-  return [f] {
-    const double t0 = detail::now_seconds();
+inline Variant timed(std::function<void()> f, Clock clock = Clock::wall) {
+  return [f, clock] {
+    const double t0 = seconds_now(clock);
     f();
-    return detail::now_seconds() - t0;
+    return seconds_now(clock) - t0;
   };
 }
 
@@ -90,6 +103,19 @@ struct Timings {
   double ratio(std::size_t a, std::size_t b) const {
     std::vector<double> r;
     for (std::size_t i = 0; i < seconds[a].size(); ++i) r.push_back(seconds[a][i] / seconds[b][i]);
+    return bench::median(r);
+  }
+  // Per repetition, the seconds of the fastest of variants [first, end) (e.g. plain engines).
+  std::vector<double> fastest(std::size_t first, std::size_t end) const {
+    std::vector<double> best = seconds[first];
+    for (std::size_t j = first; j < end; ++j)
+      for (std::size_t i = 0; i < best.size(); ++i) best[i] = std::min(best[i], seconds[j][i]);
+    return best;
+  }
+  // Median over repetitions of that fastest / seconds[a].
+  double ratio_to_fastest(std::size_t a, std::size_t first, std::size_t end) const {
+    std::vector<double> r = fastest(first, end);
+    for (std::size_t i = 0; i < r.size(); ++i) r[i] /= seconds[a][i];
     return bench::median(r);
   }
 };
@@ -121,10 +147,24 @@ struct Gemm {
   double flops() const { return 2.0 * M * N * K * count; }
 };
 
-// Plain Eigen products on contiguous row-major matrices: the baseline every kernel is held to.
+inline double total_flops(const std::vector<Gemm>& gemms) {
+  double f = 0;
+  for (const Gemm& g : gemms) f += g.flops();
+  return f;
+}
+
+// Who computes a plain product: Eigen's own GEMM, or the BLAS linked at configure time
+// (backend/cpu/blas.hpp; the same as Eigen when none is).
+enum class Engine { eigen, blas };
+inline const char* engine_name(Engine e) {
+  return e == Engine::eigen ? "eigen" : backend::blas::kName;
+}
+
+// Plain products on contiguous row-major matrices: the baseline every kernel is held to.
 class PlainGemms {
  public:
-  explicit PlainGemms(std::vector<Gemm> gemms) : gemms_(std::move(gemms)) {
+  explicit PlainGemms(std::vector<Gemm> gemms, Engine engine = Engine::eigen)
+      : gemms_(std::move(gemms)), engine_(engine) {
     for (const Gemm& g : gemms_) {
       a_.push_back(Matrix<float>::Random(g.trans_a ? g.K : g.M, g.trans_a ? g.M : g.K));
       b_.push_back(Matrix<float>::Random(g.trans_b ? g.N : g.K, g.trans_b ? g.K : g.N));
@@ -135,22 +175,37 @@ class PlainGemms {
     for (std::size_t i = 0; i < gemms_.size(); ++i)
       for (int r = 0; r < gemms_[i].count; ++r) {
         const Gemm& g = gemms_[i];
+        if constexpr (backend::blas::kHas<float>) {
+          if (engine_ == Engine::blas) {
+            backend::blas::gemm<float>(g.trans_a, g.trans_b, g.M, g.N, g.K, a_[i].data(),
+                                       int(a_[i].cols()), b_[i].data(), int(b_[i].cols()), 0,
+                                       c_[i].data(), g.N);
+            continue;
+          }
+        }
         if (!g.trans_a && !g.trans_b) c_[i].noalias() = a_[i] * b_[i];
         if (!g.trans_a && g.trans_b) c_[i].noalias() = a_[i] * b_[i].transpose();
         if (g.trans_a && !g.trans_b) c_[i].noalias() = a_[i].transpose() * b_[i];
         if (g.trans_a && g.trans_b) c_[i].noalias() = a_[i].transpose() * b_[i].transpose();
       }
   }
-  double flops() const {
-    double f = 0;
-    for (const Gemm& g : gemms_) f += g.flops();
-    return f;
-  }
+  double flops() const { return total_flops(gemms_); }
+  Engine engine() const { return engine_; }
 
  private:
   std::vector<Gemm> gemms_;
+  Engine engine_;
   std::vector<Matrix<float>> a_, b_, c_;
 };
+
+// The same products by each engine there is (Eigen, and the linked BLAS if any): the ideal of
+// a kernel is the fastest of them.
+inline std::vector<std::unique_ptr<PlainGemms>> plain_engines(const std::vector<Gemm>& gemms) {
+  std::vector<std::unique_ptr<PlainGemms>> all;
+  all.push_back(std::make_unique<PlainGemms>(gemms, Engine::eigen));
+  if (backend::blas::kLinked) all.push_back(std::make_unique<PlainGemms>(gemms, Engine::blas));
+  return all;
+}
 
 // The products of a linear layer x: (N, I) -> (N, O): forward, and backward (dx, dw).
 inline std::vector<Gemm> linear_forward_gemms(const char* name, int N, int I, int O) {
@@ -159,16 +214,32 @@ inline std::vector<Gemm> linear_forward_gemms(const char* name, int N, int I, in
 inline std::vector<Gemm> linear_backward_gemms(const char* name, int N, int I, int O) {
   return {{name, N, I, O, false, true}, {name, I, O, N, true, false}};
 }
-// Causal attention of `pairs` (sequence, head) pairs of S tokens and head size D, computed in
-// full S x S blocks: forward Q K^T, P V; backward dV = P^T dO, dP = dO V^T, dQ = dS K, dK = dS^T Q.
-inline std::vector<Gemm> attention_forward_gemms(int pairs, int S, int D) {
-  return {{"attention", S, S, D, false, true, pairs}, {"attention", S, D, S, false, false, pairs}};
+// Causal attention of `pairs` (sequence, head) pairs of S tokens and head size D. Causal
+// blocks as nn/attention.hpp computes them: row block [r, r + kRows) against columns [0, seen)
+// (forward Q K^T, P V; backward dP = dO V^T, dQ = dS K) and column block [c, c + kRows) against
+// rows [c, S) (dV = P^T dO, dK = dS^T Q). causal = false: full S x S blocks, as eq. (3) counts.
+inline std::vector<Gemm> attention_forward_gemms(int pairs, int S, int D, bool causal = true) {
+  std::vector<Gemm> g;
+  const int step = causal ? nn::attention_detail::kRows : S;
+  for (int r = 0; r < S; r += step) {
+    const int rows = std::min(S, r + step) - r, seen = causal ? r + rows : S;
+    g.push_back({"attention", rows, seen, D, false, true, pairs});
+    g.push_back({"attention", rows, D, seen, false, false, pairs});
+  }
+  return g;
 }
-inline std::vector<Gemm> attention_backward_gemms(int pairs, int S, int D) {
-  return {{"attention", S, D, S, true, false, pairs},
-          {"attention", S, S, D, false, true, pairs},
-          {"attention", S, D, S, false, false, pairs},
-          {"attention", S, D, S, true, false, pairs}};
+inline std::vector<Gemm> attention_backward_gemms(int pairs, int S, int D, bool causal = true) {
+  std::vector<Gemm> g;
+  const int step = causal ? nn::attention_detail::kRows : S;
+  for (int r = 0; r < S; r += step) {
+    const int rows = std::min(S, r + step) - r, seen = causal ? r + rows : S;
+    const int below = causal ? S - r : S;  // rows [r, S) for column block r
+    g.push_back({"attention", rows, seen, D, false, true, pairs});
+    g.push_back({"attention", rows, D, seen, false, false, pairs});
+    g.push_back({"attention", rows, D, below, true, false, pairs});
+    g.push_back({"attention", rows, D, below, true, false, pairs});
+  }
+  return g;
 }
 // The tied LM head h: (N, C) -> logits (N, V) = h wte^T;
 // backward dwte = dlogits^T h, dh = dlogits wte.
@@ -179,8 +250,9 @@ inline std::vector<Gemm> head_backward_gemms(int N, int C, int V) {
   return {{"LM head", V, C, N, true, false}, {"LM head", N, C, V}};
 }
 
-// Every product of one single-process training step on N rows (N / seq sequences).
-inline std::vector<Gemm> step_gemms(const GPTConfig& c, int N) {
+// Every product of one single-process training step on N rows (N / seq sequences); attention
+// in causal blocks as trident computes it, or (causal = false) in full blocks, as eq. (3) counts.
+inline std::vector<Gemm> step_gemms(const GPTConfig& c, int N, bool causal = true) {
   const int C = c.hidden, S = c.seq, pairs = N / S * c.heads, D = c.head_size();
   std::vector<Gemm> all;
   auto add = [&](std::vector<Gemm> g, int times) {
@@ -193,8 +265,8 @@ inline std::vector<Gemm> step_gemms(const GPTConfig& c, int N) {
     add(f("FC", N, C, 4 * C), c.layers);
     add(f("MLP proj", N, 4 * C, C), c.layers);
   }
-  add(attention_forward_gemms(pairs, S, D), c.layers);
-  add(attention_backward_gemms(pairs, S, D), c.layers);
+  add(attention_forward_gemms(pairs, S, D, causal), c.layers);
+  add(attention_backward_gemms(pairs, S, D, causal), c.layers);
   add(head_forward_gemms(N, C, c.vocab), 1);
   add(head_backward_gemms(N, C, c.vocab), 1);
   return all;

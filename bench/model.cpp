@@ -1,11 +1,12 @@
 // bench/model: single-process training of the bench model next to its GEMM-bound ideal, and each
-// layer's forward/backward next to a plain Eigen GEMM of the same shapes, in one run.
+// layer's forward/backward next to plain GEMMs of the same shapes, in one run.
 //
-//   ./bench_model [--seconds 1.5] [--train-seconds 20]      (one process, one thread)
+//   ./bench_model [--seconds 1.5] [--train-seconds 20] [--cpu-time]   (one process, one thread)
 //
 // The ideal: a training step's GEMM FLOPs (Narayanan et al. 2021, eq. (3) without recomputation,
-// bench_util.hpp) at the FLOP/s that plain Eigen reaches on exactly the step's products,
-// measured in the same run, interleaved with the training steps. Ratio = ideal time / step time.
+// bench_util.hpp) at the FLOP/s of the fastest plain engine (Eigen's GEMM or the linked BLAS) on
+// exactly the step's products, measured in the same run, interleaved with the training steps.
+// Ratio = ideal time / step time.
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <trident/io/cli.hpp>
@@ -18,14 +19,20 @@ using namespace bench;
 
 namespace {
 
-// One row: our layer (forward or backward) next to the plain GEMMs of the same shapes.
+// One row: our layer (forward or backward) next to the plain GEMMs of the same shapes, by each
+// engine; ours/best = the fastest engine's time over ours.
+Clock bench_clock = Clock::wall;  // --cpu-time: Clock::cpu
+
 void compare(const Comm& world, double seconds, const std::string& name, std::function<void()> ours,
              std::vector<Gemm> gemms) {
-  PlainGemms plain(std::move(gemms));
-  const Timings t = interleaved(world, seconds, {timed(ours), timed([&] { plain.run(); })});
-  const double f = plain.flops() / 1e9, ours_s = t.median(0), eigen_s = t.median(1);
-  std::printf("%-18s %10.3f %10.2f %10.3f %10.2f %8.2f\n", name.c_str(), ours_s * 1e3, f / ours_s,
-              eigen_s * 1e3, f / eigen_s, t.ratio(1, 0));
+  const auto plain = plain_engines(gemms);
+  std::vector<Variant> variants{timed(ours, bench_clock)};
+  for (const auto& p : plain) variants.push_back(timed([&p] { p->run(); }, bench_clock));
+  const Timings t = interleaved(world, seconds, variants);
+  const double f = plain[0]->flops() / 1e9, ours_s = t.median(0);
+  std::printf("%-18s %10.3f %10.2f", name.c_str(), ours_s * 1e3, f / ours_s);
+  for (std::size_t k = 1; k < variants.size(); ++k) std::printf(" %10.2f", f / t.median(k));
+  std::printf(" %8.2f\n", t.ratio_to_fastest(0, 1, variants.size()));
   std::fflush(stdout);
 }
 
@@ -95,7 +102,11 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--train-seconds", train_seconds, "time for the training rows")
         ->capture_default_str();
+    bool cpu_time = false;
+    app.add_flag("--cpu-time", cpu_time,
+                 "time by the process's CPU time instead of wall time (on a busy machine)");
     parse_command_line(app, argc, argv, world);
+    if (cpu_time) bench_clock = Clock::cpu;
     require(world.size() == 1, "bench_model runs as one process (no mpiexec -n > 1)");
     configure_threads(world, 1);
 
@@ -103,11 +114,16 @@ int main(int argc, char** argv) {
     const GPTConfig& c = o.model;
     const int N = o.batch * c.seq, C = c.hidden;
     std::printf(
-        "# bench_model: V=%d T=%d L=%d C=%d H=%d, batch %d (N=%d rows), float, 1 thread, %s\n",
-        c.vocab, c.seq, c.layers, C, c.heads, o.batch, N, load_average().c_str());
-    std::printf("# ours/eigen: time of the plain Eigen GEMMs over ours (1 = no overhead)\n");
-    std::printf("%-18s %10s %10s %10s %10s %8s\n", "layer", "ours_ms", "GFLOP/s", "eigen_ms",
-                "GFLOP/s", "ours/eigen");
+        "# bench_model: V=%d T=%d L=%d C=%d H=%d, batch %d (N=%d rows), float, 1 thread, %s "
+        "time, %s\n",
+        c.vocab, c.seq, c.layers, C, c.heads, o.batch, N, cpu_time ? "CPU" : "wall",
+        load_average().c_str());
+    std::printf(
+        "# GFLOP/s of the same GEMM FLOPs: ours, then plain GEMMs by each engine; ours/best: the "
+        "fastest engine's time over ours (1 = no overhead)\n");
+    std::printf("%-18s %10s %10s %10s", "layer", "ours_ms", "GFLOP/s", engine_name(Engine::eigen));
+    if (backend::blas::kLinked) std::printf(" %10s", engine_name(Engine::blas));
+    std::printf(" %8s\n", "ours/best");
     linear_rows(world, seconds, "QKV", N, C, 3 * C);
     linear_rows(world, seconds, "proj", N, C, C);
     linear_rows(world, seconds, "FC", N, C, 4 * C);
@@ -117,25 +133,32 @@ int main(int argc, char** argv) {
 
     // Training next to the GEMM-bound ideal, interleaved step by step.
     Trainer<float> trainer(world, o, TokenSource::synthetic(c.vocab));
-    PlainGemms ideal(step_gemms(c, N));
+    const auto plain = plain_engines(step_gemms(c, N));
     const double flops = step_flops(c, o.batch), tokens = double(N);
-    require(std::abs(ideal.flops() - flops) < 1e-6 * flops, "the GEMM list disagrees with eq. (3)");
-    const Timings t =
-        interleaved(world, train_seconds,
-                    {[&] { return trainer.step().seconds; }, timed([&] { ideal.run(); })});
-    const double step_s = t.median(0), ideal_s = t.median(1);
+    require(std::abs(total_flops(step_gemms(c, N, false)) - flops) < 1e-6 * flops,
+            "the GEMM list disagrees with eq. (3)");
+    std::vector<Variant> variants{bench_clock == Clock::wall
+                                      ? Variant([&] { return trainer.step().seconds; })
+                                      : timed([&] { trainer.step(); }, bench_clock)};
+    for (const auto& p : plain) variants.push_back(timed([&p] { p->run(); }, bench_clock));
+    const Timings t = interleaved(world, train_seconds, variants);
+    const double step_s = t.median(0), ideal_s = median(t.fastest(1, variants.size()));
     std::printf(
         "\n# training step: %.3f GFLOP (eq. 3: 72 B s l h^2 (1 + s/6h + V/12lh)); "
-        "6 x params x tokens = %.3f GFLOP\n",
-        flops / 1e9, 6.0 * c.parameter_count() * tokens / 1e9);
+        "6 x params x tokens = %.3f GFLOP; computed (attention in causal blocks) %.3f GFLOP\n",
+        flops / 1e9, 6.0 * c.parameter_count() * tokens / 1e9, plain[0]->flops() / 1e9);
     std::printf("%-18s %10s %10s %10s %10s %8s\n", "", "ours_ms", "tokens/s", "ideal_ms",
                 "tokens/s", "ours/ideal");
     std::printf("%-18s %10.1f %10.0f %10.1f %10.0f %8.2f\n", "training step", step_s * 1e3,
-                tokens / step_s, ideal_s * 1e3, tokens / ideal_s, t.ratio(1, 0));
+                tokens / step_s, ideal_s * 1e3, tokens / ideal_s,
+                t.ratio_to_fastest(0, 1, variants.size()));
+    std::printf("# ideal = the step's GEMMs as plain calls, the faster engine of each repetition:");
+    for (std::size_t k = 1; k < variants.size(); ++k)
+      std::printf(" %s %.1f GFLOP/s", engine_name(plain[k - 1]->engine()),
+                  plain[0]->flops() / 1e9 / t.median(k));
     std::printf(
-        "# ideal = the step's GEMMs as plain Eigen calls: %.1f GFLOP/s; ours: %.1f GFLOP/s "
-        "of model FLOPs; ratios: medians of per-repetition ratios; %s\n",
-        flops / 1e9 / ideal_s, flops / 1e9 / step_s, load_average().c_str());
+        "; ours: %.1f GFLOP/s of model FLOPs; ratios: medians of per-repetition ratios; %s\n",
+        flops / 1e9 / step_s, load_average().c_str());
     return 0;
   });
 }

@@ -6,7 +6,8 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-packages="g++ cmake make mpich libmpich-dev libeigen3-dev doctest-dev libcli11-dev nlohmann-json3-dev"
+packages="g++ cmake make mpich libmpich-dev libeigen3-dev libopenblas-dev doctest-dev libcli11-dev
+  nlohmann-json3-dev"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

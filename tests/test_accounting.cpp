@@ -151,3 +151,26 @@ TEST_CASE("the cost of ZeRO-2/3's choices with m microbatches: DP bytes and grad
     if (c.zero.reduce == GradReduce::per_microbatch) CHECK(peak == psi / 2);
   }
 }
+
+TEST_CASE("the buffer cache holds at most the high-water mark of live buffers") {
+  // live + cached <= the most bytes ever live at once: a run of ever larger blocks, each freed
+  // before the next, leaves at most one of them cached (an unbounded cache would keep them all)
+  const auto live = [] {
+    std::size_t bytes = 0;
+    for (int k = 0; k < kMemoryKinds; ++k) bytes += memory_stats().current(MemoryKind(k));
+    return bytes;
+  };
+  const std::size_t MiB = std::size_t(1) << 20, base = peak_live_buffer_bytes();
+  for (std::size_t i = 1; i <= 8; ++i) {
+    Buffer<char> b(MemoryKind::buffers, base + i * MiB, Fill::none);
+    CHECK(live() + cached_buffer_bytes() <= peak_live_buffer_bytes());
+    b.reset();
+    CHECK(live() + cached_buffer_bytes() <= peak_live_buffer_bytes());
+  }
+  CHECK(cached_buffer_bytes() <= peak_live_buffer_bytes());
+  CHECK(peak_live_buffer_bytes() >= base + 8 * MiB);
+  // the same size again comes from the cache: nothing new is allocated, the bound holds
+  const std::size_t cached = cached_buffer_bytes();
+  Buffer<char> again(MemoryKind::buffers, base + 8 * MiB, Fill::none);
+  CHECK(cached_buffer_bytes() == cached - (base + 8 * MiB));
+}

@@ -199,9 +199,11 @@ TEST_CASE("gelu: tanh approximation, backward against finite differences, in pla
   CHECK(max_abs_diff(in_place, dx) == 0);
 }
 
-TEST_CASE("attention: causal probabilities, output against loops, backward against FD") {
+// Attention over S tokens: probabilities and output against loops, backward against FD.
+void check_attention(int S) {
+  CAPTURE(S);
   std::mt19937 rng(5);
-  const int B = 2, S = 5, H = 2, D = 3, W = 3 * H * D;
+  const int B = 2, H = 2, D = 3, W = 3 * H * D;
   Vec qkv = random_vector(S * B * W, rng, -2, 2);
   Vec out(S * B * H * D), probs(B * H * S * S, kGarbage);
   nn::attention_forward(out.data(), probs.data(), qkv.data(), B, S, H, D);
@@ -243,7 +245,13 @@ TEST_CASE("attention: causal probabilities, output against loops, backward again
     nn::attention_forward(y.data(), p.data(), qkv.data(), B, S, H, D);
     return dot(R, y);
   };
-  CHECK(gradient_error(qkv, dqkv, L, qkv.size()) < kTolerance);  // all 180 elements
+  CHECK(gradient_error(qkv, dqkv, L, qkv.size()) < kTolerance);  // every element
+}
+
+// S = 5: one causal block; S = 70: three (32, 32, 6 rows: nn::attention_detail::kRows).
+TEST_CASE("attention: causal probabilities, output against loops, backward against FD") {
+  check_attention(5);
+  check_attention(70);
 }
 
 TEST_CASE("token embedding: rows of this rank's vocabulary range, zeros elsewhere; backward") {

@@ -4,7 +4,8 @@
 #
 #   cmake -D MODE=find_package|add_subdirectory|fetchcontent
 #         -D TRIDENT_SOURCE_DIR=<trident source> -D TRIDENT_BINARY_DIR=<trident build>
-#         -D WORK_DIR=<scratch folder> -D MPIEXEC=<mpiexec> [-D NUMPROC_FLAG=-n]
+#         -D WORK_DIR=<scratch folder> -D MPIEXEC=<mpiexec> -D BLAS=openblas|blis|eigen
+#         [-D NUMPROC_FLAG=-n]
 #         [-D GENERATOR=<cmake generator>] [-D MAKE_PROGRAM=...] [-D CXX_COMPILER=...]
 #         [-D BUILD_TYPE=Release] -P run.cmake
 #
@@ -15,7 +16,7 @@
 #                     trident's CMakeLists.txt, cmake/ and include/ (no network)
 cmake_minimum_required(VERSION 3.20)
 
-foreach(var MODE TRIDENT_SOURCE_DIR TRIDENT_BINARY_DIR WORK_DIR MPIEXEC)
+foreach(var MODE TRIDENT_SOURCE_DIR TRIDENT_BINARY_DIR WORK_DIR MPIEXEC BLAS)
   if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
     message(FATAL_ERROR "run.cmake: -D ${var}=... is required")
   endif()
@@ -41,7 +42,11 @@ file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 
 # --- how the consumer gets trident ---------------------------------------------------------
+# The consumer's GEMM must run on BLAS, the one trident was built with (from source: chosen so).
 set(consume_args -D TRIDENT_CONSUME=${MODE})
+if(NOT MODE STREQUAL "find_package")
+  list(APPEND consume_args -D TRIDENT_BLAS=${BLAS})
+endif()
 if(MODE STREQUAL "find_package")
   set(prefix ${WORK_DIR}/prefix)
   run("install" ${CMAKE_COMMAND} --install ${TRIDENT_BINARY_DIR} --prefix ${prefix})
@@ -106,5 +111,8 @@ message(STATUS "${MODE}: the consumer printed\n${output}")
 foreach(rank 0 1)
   if(NOT output MATCHES "TP\\(1\\)-PP\\(1\\)-DP\\(2\\)-Rank\\(${rank}\\): all_reduce ok")
     message(FATAL_ERROR "rank ${rank} did not report a correct all_reduce:\n${output}")
+  endif()
+  if(NOT output MATCHES "Rank\\(${rank}\\): gemm through ${BLAS} ok")
+    message(FATAL_ERROR "rank ${rank} did not report a correct gemm through ${BLAS}:\n${output}")
   endif()
 endforeach()

@@ -12,11 +12,14 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <new>
 #include <type_traits>
 #include <utility>
+
+#include <sys/resource.h>
 
 namespace trident {
 
@@ -62,10 +65,12 @@ namespace detail {
 // like PyTorch's for CUDA): a training step allocates the same activations and buffers every
 // microbatch, and returning them to the system would make each step page-fault its memory in
 // again. MemoryStats counts live Buffers only (PyTorch's "allocated", not "reserved").
+// Bound: live plus cached bytes never exceed the high-water mark of live bytes. A block that
+// must come from the system (no cached block of its size) first makes room by freeing cached
+// blocks of other sizes, so the cache holds at most what the process has needed at once.
 class BlockCache {
  public:
   static constexpr std::size_t kAlign = 64;  // a cache line, an AVX-512 vector
-  static constexpr std::size_t kMaxCached = std::size_t(1) << 30;  // bytes kept at most
 
   // Never destroyed, so that Buffers freed during static destruction still find it.
   static BlockCache& instance() {
@@ -75,12 +80,20 @@ class BlockCache {
   void* take(std::size_t bytes) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
+      live_ += bytes;
       auto it = free_.find(bytes);
       if (it != free_.end()) {
         void* p = it->second;
         free_.erase(it);
         cached_ -= bytes;
         return p;
+      }
+      peak_live_ = std::max(peak_live_, live_);
+      while (live_ + cached_ > peak_live_) {  // the largest cached blocks go first
+        const auto largest = std::prev(free_.end());
+        cached_ -= largest->first;
+        std::free(largest->second);
+        free_.erase(largest);
       }
     }
     void* p = std::aligned_alloc(kAlign,
@@ -89,15 +102,10 @@ class BlockCache {
     return p;
   }
   void give(void* p, std::size_t bytes) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (cached_ + bytes <= kMaxCached) {
-        free_.emplace(bytes, p);
-        cached_ += bytes;
-        return;
-      }
-    }
-    std::free(p);
+    std::lock_guard<std::mutex> lock(mutex_);
+    live_ -= bytes;
+    free_.emplace(bytes, p);
+    cached_ += bytes;
   }
   // Returns every cached block to the system.
   void release() {
@@ -110,11 +118,16 @@ class BlockCache {
     std::lock_guard<std::mutex> lock(mutex_);
     return cached_;
   }
+  // The most bytes live Buffers have held at once (the bound of live + cached).
+  std::size_t peak_live_bytes() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return peak_live_;
+  }
 
  private:
   mutable std::mutex mutex_;
   std::multimap<std::size_t, void*> free_;
-  std::size_t cached_ = 0;
+  std::size_t cached_ = 0, live_ = 0, peak_live_ = 0;
 };
 
 }  // namespace detail
@@ -125,6 +138,18 @@ inline std::size_t cached_buffer_bytes() {
 }
 inline void release_cached_buffers() {
   detail::BlockCache::instance().release();
+}
+// The most bytes all live Buffers of this process have held at once.
+inline std::size_t peak_live_buffer_bytes() {
+  return detail::BlockCache::instance().peak_live_bytes();
+}
+
+// This process's peak resident set size (RSS) since it started, in bytes (getrusage; Linux
+// reports kibibytes): what the system really gave it, buffers, code, MPI and all.
+inline std::size_t peak_resident_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<std::size_t>(usage.ru_maxrss) * 1024;
 }
 
 // How a new Buffer starts: zeroed, or as it comes (for one that is overwritten at once, e.g.

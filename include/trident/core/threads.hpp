@@ -1,4 +1,5 @@
-// trident/core/threads.hpp: how many OpenMP threads (and Eigen GEMM threads) each rank uses.
+// trident/core/threads.hpp: how many OpenMP threads (and Eigen and BLAS GEMM threads) each rank
+// uses.
 //
 // Default: the cores of the node divided by the ranks on the node, at least 1, so that
 // `mpiexec -n 2` on 2 cores runs one thread per rank. OMP_NUM_THREADS overrides the default;
@@ -15,6 +16,7 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#include "../backend/cpu/blas.hpp"
 #include "../detail/eigen.hpp"
 
 #include "comm.hpp"
@@ -36,7 +38,7 @@ inline int cores_available() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-// Sets the threads of this rank (OpenMP and Eigen) and returns the number chosen.
+// Sets the threads of this rank (OpenMP, Eigen and the linked BLAS) and returns the number chosen.
 // Collective over `world`. requested <= 0 means "choose".
 inline int configure_threads(const Comm& world, int requested = 0) {
   const Comm node = node_comm(world);
@@ -50,6 +52,7 @@ inline int configure_threads(const Comm& world, int requested = 0) {
   omp_set_num_threads(threads);
 #endif
   Eigen::setNbThreads(threads);
+  backend::blas::set_threads(threads);
   return threads;
 }
 

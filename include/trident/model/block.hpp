@@ -84,7 +84,10 @@ class Block {
   // a.x holds the input; fills a; writes the block's output to out (n, C). w: the unit's params.
   void forward(BlockActivations<T>& a, T* out, const T* w) const {
     const int N = rows(), n = local_rows();
-    auto act = [&](Buffer<T>& b, std::size_t size) { b.allocate(MemoryKind::activations, size); };
+    // every kernel below overwrites its whole output: no need to zero it first
+    auto act = [&](Buffer<T>& b, std::size_t size) {
+      b.allocate(MemoryKind::activations, size, Fill::none);
+    };
     act(a.ln1_mean, n), act(a.ln1_rstd, n), act(a.ln1, N * C_), act(a.qkv, N * 3 * Cl_);
     act(a.probs, std::size_t(B_) * Hl_ * S_ * S_), act(a.att, N * Cl_), act(a.x2, n * C_);
     act(a.ln2_mean, n), act(a.ln2_rstd, n), act(a.ln2, N * C_), act(a.fc, N * 4 * Cl_);

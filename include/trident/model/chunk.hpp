@@ -179,7 +179,9 @@ class ModelChunk {
     const int N = block_.rows(), n = block_.local_rows(), C = c_.hidden;
     const T* lnf = use(k);
     const T* wte = use(k + 1);
-    auto act = [&](Buffer<T>& b, std::size_t size) { b.allocate(MemoryKind::activations, size); };
+    auto act = [&](Buffer<T>& b, std::size_t size) {  // overwritten below: not zeroed
+      b.allocate(MemoryKind::activations, size, Fill::none);
+    };
     act(st.lnf_mean, n), act(st.lnf_rstd, n), act(st.lnf, std::size_t(N) * C);
     act(st.probs, std::size_t(N) * head_.rows);
     Buffer<T> local(MemoryKind::buffers, tp_.sequence_parallel ? std::size_t(n) * C : 0),

@@ -24,6 +24,7 @@ struct RankFigures {
   ModelStates states;                                   // formula
   Traffic traffic, formula;                             // bytes per step
   double compute = 0, end = 0;  // seconds per step in forward/backward; last span's end
+  double peak_live = 0, cached = 0, peak_rss = 0;  // bytes: all Buffers at once, cache, RSS
 };
 static_assert(sizeof(RankFigures) % sizeof(double) == 0);
 
@@ -45,6 +46,9 @@ RunReport make_report(Trainer<T, S>& t, const std::vector<StepResult>& measured)
   f.optimizer = double(mem.current(MemoryKind::optimizer));
   f.activations = double(mem.peak(MemoryKind::activations));
   f.buffers = double(mem.peak(MemoryKind::buffers));
+  f.peak_live = double(peak_live_buffer_bytes());
+  f.cached = double(cached_buffer_bytes());
+  f.peak_rss = double(peak_resident_bytes());
   f.states = model_state_formula(t);
   f.formula = traffic_formula(t);
   const double n = std::max<std::size_t>(1, measured.size());
@@ -127,6 +131,19 @@ inline void print_report(const RunReport& r, const TrainOptions& o) {
                 f.tp, f.pp, f.dp, f.parameters / MiB, f.gradients / MiB, f.optimizer / MiB,
                 (f.parameters + f.gradients + f.optimizer) / MiB, f.states.total() / MiB,
                 f.activations / MiB, f.buffers / MiB);
+  }
+  std::printf(
+      "\nresident memory per rank, MiB: the buffers accounted above (row sum), the most bytes "
+      "all buffers held at once since the start, the free blocks cached for reuse (bounded by "
+      "that high-water mark), and the process's peak RSS (getrusage: buffers, code, MPI, "
+      "libraries)\n");
+  std::printf("%5s %12s %12s %12s %12s\n", "rank", "accounted", "buffers max", "cached",
+              "peak RSS");
+  for (std::size_t k = 0; k < r.ranks.size(); ++k) {
+    const RankFigures& f = r.ranks[k];
+    std::printf("%5zu %12.3f %12.3f %12.3f %12.3f\n", k,
+                (f.parameters + f.gradients + f.optimizer + f.activations + f.buffers) / MiB,
+                f.peak_live / MiB, f.cached / MiB, f.peak_rss / MiB);
   }
   std::printf(
       "\ntraffic per step per rank, MiB sent (measured by CommStats / formula; "

@@ -2,13 +2,19 @@
 //
 // C = op(A) op(B) + beta C on row-major views (Eigen maps with a row stride, so that one head's
 // columns inside a fused QKV matrix are a view, not a copy). This is the seam between the math
-// and the hardware: the CPU backend runs Eigen's GEMM (OpenMP threads when not already inside a
-// parallel region); a CUDA backend replaces this function with cuBLAS.
+// and the hardware: the CPU backend runs the BLAS linked at configure time (blas.hpp: OpenBLAS or
+// BLIS, through cblas with the views' row strides as leading dimensions) for float and double,
+// and Eigen's GEMM otherwise (OpenMP threads when not already inside a parallel region); a CUDA
+// backend replaces this function with cuBLAS.
 #pragma once
 
 #include <cassert>
 #include <type_traits>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#include <trident/backend/cpu/blas.hpp>
 #include <trident/tensor/matrix.hpp>
 
 namespace trident::backend {
@@ -41,6 +47,21 @@ void gemm(StridedMap<T> C, const CStridedMap<T>& A, const CStridedMap<T>& B, boo
   assert((trans_b ? B.rows() : B.cols()) == C.cols() && "gemm: cols of op(B) != cols of C");
   assert((trans_a ? A.rows() : A.cols()) == (trans_b ? B.cols() : B.rows()) &&
          "gemm: inner dimensions of op(A) and op(B) differ");
+  if constexpr (blas::kHas<T>) {
+    // A BLAS with a pool of threads is not called from inside a parallel region (its threads
+    // would compete with the region's); with one thread it is called from anywhere.
+    bool in_parallel = false;
+#ifdef _OPENMP
+    in_parallel = omp_in_parallel();
+#endif
+    if (!in_parallel || blas::threads() == 1) {
+      if (C.rows() == 0 || C.cols() == 0) return;
+      blas::gemm<T>(trans_a, trans_b, int(C.rows()), int(C.cols()),
+                    int(trans_a ? A.rows() : A.cols()), A.data(), int(A.outerStride()), B.data(),
+                    int(B.outerStride()), beta, C.data(), int(C.outerStride()));
+      return;
+    }
+  }
   const auto product = [&](const auto& a, const auto& b) {
     if (beta == T(0)) {
       C.noalias() = a * b;
