@@ -1,0 +1,170 @@
+// examples/zero_vs_3d_cluster: with ZeRO, why do we still need 3D parallelism? Measured on a
+// cluster: 2 nodes of 4 ranks joined by a slow link (emulated on one machine, as root).
+//
+//   sh cmake/cluster.sh --nodes 2 --ranks-per-node 4 --link 1gbit -- ./zero_vs_3d_cluster
+//
+// One GPT, four ways: pure ZeRO-3 over DP = 8 (DP crosses the link); TP4 inside each node with
+// PP2 across (only the pipeline's activations cross); TP2-PP2-DP2 (the same); TP8 spanning the
+// link (every layer's all-reduces cross). Each is measured (step time; bytes through the nodes'
+// network interfaces, core/wire.hpp) and predicted by the cost model (plan/predict.hpp) with the
+// calls that cross nodes priced on the link's bandwidth (plan/inter_node.hpp), side by side.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <numeric>
+#include <trident/io/cli.hpp>
+#include <trident/plan/inter_node.hpp>
+#include <trident/plan/measured.hpp>
+#include <trident/trident.hpp>
+
+using namespace trident;
+using namespace trident::plan;
+
+namespace {
+
+constexpr double kMB = 1e6;
+
+struct Row {
+  std::string name, crosses;
+  double measured_s = 0, predicted_s = 0, wire = 0, wire_formula = 0, link_s = 0;
+};
+
+std::vector<NamedRun> cluster_runs(const GPTConfig& model, int batch) {
+  struct Shape {
+    const char* name;
+    MeshShape mesh;
+    int zero;
+  };
+  const Shape shapes[] = {{"ZeRO-3 DP8", {1, 1, 8}, 3},
+                          {"TP4-PP2 ZeRO-1", {4, 2, 1}, 1},
+                          {"TP2-PP2-DP2 ZeRO-1", {2, 2, 2}, 1},
+                          {"TP8 ZeRO-1", {8, 1, 1}, 1}};
+  std::vector<NamedRun> runs;
+  for (const Shape& s : shapes) {
+    TrainOptions o;
+    o.model = model;
+    o.mesh = s.mesh;
+    o.zero.stage = s.zero;
+    o.schedule = pp::ScheduleKind::one_f_one_b;
+    o.microbatches = s.mesh.pp > 1 ? 2 * s.mesh.pp : 1;
+    o.batch = batch;
+    runs.push_back({s.name, o});
+  }
+  return runs;
+}
+
+// Each rank's bytes per step per axis as the cost model predicts them (its stage's).
+std::vector<RankFigures> predicted_ranks(const TrainOptions& o, const Prediction& p) {
+  std::vector<RankFigures> ranks(std::size_t(o.mesh.product()));
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    const AxisFigures& b = p.stages[r / (o.mesh.tp * o.mesh.dp)].bytes;
+    ranks[r].formula = {b.tp, b.pp, b.dp, b.emb};
+  }
+  return ranks;
+}
+
+std::string crossing_axes(const AxisFigures& x) {
+  std::string s;
+  for (auto [name, v] : {std::pair{"TP", x.tp}, {"PP", x.pp}, {"DP", x.dp}, {"emb", x.emb}})
+    if (v > 0) s += (s.empty() ? "" : "+") + std::string(name);
+  return s.empty() ? "-" : s;
+}
+
+std::vector<int> ranking(const std::vector<Row>& rows, double Row::*by) {
+  std::vector<int> order(rows.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return rows[a].*by < rows[b].*by; });
+  return order;
+}
+
+void print(const std::vector<Row>& rows, double link_bps, int steps) {
+  std::printf(
+      "\nstep time, s: measured (mean of %d steps, slowest rank) / predicted (the cost model "
+      "calibrated on these ranks, calls that cross nodes at the link's %.3g bit/s shared by "
+      "their groups); inter-node MB per step, all nodes, both directions: measured (the nodes' "
+      "interfaces: payload, headers, TCP acks) / predicted (the model's bytes per rank, as "
+      "MPICH's algorithms move them, plan/inter_node.hpp); link s: predicted MB each way / the "
+      "link's rate\n",
+      steps, link_bps);
+  std::printf("%-20s %-8s %10s %10s %6s | %10s %10s %6s | %7s\n", "run", "crosses", "measured",
+              "predicted", "ratio", "wire MB", "predicted", "ratio", "link s");
+  for (const Row& r : rows)
+    std::printf("%-20s %-8s %10.3f %10.3f %6.2f | %10.2f %10.2f %6.3f | %7.3f\n", r.name.c_str(),
+                r.crosses.c_str(), r.measured_s, r.predicted_s, r.predicted_s / r.measured_s,
+                r.wire / kMB, r.wire_formula / kMB, r.wire / r.wire_formula, r.link_s);
+  const std::vector<int> measured = ranking(rows, &Row::measured_s),
+                         predicted = ranking(rows, &Row::predicted_s);
+  auto names = [&](const std::vector<int>& order) {
+    std::string s;
+    for (int i : order) s += (s.empty() ? "" : " < ") + rows[i].name;
+    return s;
+  };
+  std::printf("\nfastest first, measured:  %s\nfastest first, predicted: %s\nrankings %s\n",
+              names(measured).c_str(), names(predicted).c_str(),
+              measured == predicted ? "match" : "DIFFER");
+}
+
+double load_average() {
+  std::ifstream in("/proc/loadavg");
+  double one = 0;
+  in >> one;
+  return one;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return run_main(argc, argv, [](int argc, char** argv) {
+    const Comm world = Comm::world();
+    GPTConfig model = plan::comparison_model();
+    int batch = plan::kComparisonBatch, steps = 2;
+    CLI::App app{"ZeRO-3 next to 3D parallelism on 2 emulated nodes x 4 ranks and a slow link."};
+    add_model_options(app, model);
+    app.add_option("--batch", batch, "sequences per step (global batch)")->capture_default_str();
+    app.add_option("--steps", steps, "measured steps per configuration (after one warm-up)")
+        ->capture_default_str();
+    parse_command_line(app, argc, argv, world);
+    const char* link = std::getenv("TRIDENT_LINK_BPS");
+    require(link != nullptr && world.size() == 8,
+            "zero_vs_3d_cluster runs on 2 nodes x 4 ranks: sh cmake/cluster.sh --nodes 2 "
+            "--ranks-per-node 4 --link 1gbit -- ./zero_vs_3d_cluster");
+    require(steps >= 1, "--steps must be at least 1");
+    const double link_bps = std::atof(link);
+    const InterNode nodes{node_comm(world).size()};
+    require(nodes.ranks_per_node == 4, "zero_vs_3d_cluster needs 4 ranks on each of 2 nodes");
+    const int threads = configure_threads(world);
+    const Precision precision = trident_precision<float, float>();
+    if (world.rank() == 0)
+      std::printf(
+          "zero_vs_3d_cluster: GPT L=%d C=%d H=%d V=%d T=%d, %lld parameters; batch %d; float; "
+          "2 nodes x 4 ranks x %d thread(s) on %d cores; link %.3g bit/s each way per node; "
+          "load average %.2f\n",
+          model.layers, model.hidden, model.heads, model.vocab, model.seq, model.parameter_count(),
+          batch, threads, cores_available(), link_bps, load_average());
+    const std::vector<NamedRun> runs = cluster_runs(model, batch);
+    for (const NamedRun& run : runs) validate(run.options, world.size());
+    const TokenSource data = TokenSource::synthetic(model.vocab);
+    std::vector<Row> rows;
+    Calibration cal;
+    for (const NamedRun& run : runs) {
+      cal = calibrate_run(world, run.options, precision, &cal);
+      const Machine machine = over_link(measured_machine(cal), run.options, nodes, link_bps / 8);
+      const Prediction p = predict(run.options, precision, machine);
+      const MeasuredRun m = measure_run<float, float>(world, run.options, data, steps);
+      const AxisFigures x =
+          inter_node_bytes(run.options, predicted_ranks(run.options, p), precision, nodes);
+      Row r{run.name, crossing_axes(x), m.step_s, p.step_s, m.wire, x.total()};
+      r.link_s = x.total() / 2 / (link_bps / 8);
+      if (world.rank() == 0)
+        std::printf("  %-20s measured %.2f s per step, %.1f MB over the link (load average %.2f)\n",
+                    run.name.c_str(), m.step_s, m.wire / kMB, load_average());
+      std::fflush(stdout);
+      rows.push_back(r);
+    }
+    if (world.rank() == 0) print(rows, link_bps, steps);
+    return 0;
+  });
+}
