@@ -88,6 +88,10 @@ trap 'exit 129' HUP
 ip netns add "$switch" 2>/dev/null || skip "cannot create a network namespace ('ip netns add' failed)"
 made=$switch
 ip -n "$switch" link set lo up
+# what cluster_node.sh will need inside each node
+ip netns exec "$switch" unshare --ipc --uts sh -c \
+  'hostname probe && mount -t tmpfs tmpfs /dev/shm' 2>/dev/null ||
+  skip "cannot make IPC, UTS and mount namespaces inside a network namespace (unshare, mount)"
 ip -n "$switch" link add switch type bridge
 ip -n "$switch" addr add 10.77.0.1/24 dev switch
 ip -n "$switch" link set switch up
@@ -104,7 +108,8 @@ while [ "$k" -lt "$nodes" ]; do
   ip -n "$node" link set wire up
   # the node's outgoing link: a token bucket at the link's rate (burst above one 64 KiB GSO
   # packet; a long queue so that TCP is slowed, not dropped)
-  tc -n "$node" qdisc add dev wire root handle 1: htb default 1
+  tc -n "$node" qdisc add dev wire root handle 1: htb default 1 2>/dev/null ||
+    skip "the kernel has no htb qdisc to shape the link (sch_htb)"
   tc -n "$node" class add dev wire parent 1: classid 1:1 htb rate "$link" ceil "$link" quantum 60000
   if [ -n "$delay" ]; then
     tc -n "$node" qdisc add dev wire parent 1:1 handle 2: netem delay "$delay" limit 100000 2>/dev/null ||

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <numeric>
 #include <trident/io/cli.hpp>
+#include <trident/mesh/topology.hpp>
 #include <trident/plan/inter_node.hpp>
 #include <trident/plan/measured.hpp>
 #include <trident/trident.hpp>
@@ -166,6 +167,7 @@ int main(int argc, char** argv) {
     std::vector<Row> rows;
     Calibration cal;
     for (const NamedRun& run : runs) {
+      warn_if_tp_spans_nodes(Mesh<>(world, run.options.mesh));  // TP8 does
       cal = calibrate_run(world, run.options, precision, &cal);
       const Machine machine = over_link(measured_machine(cal), run.options, nodes, link_bps / 8);
       const Prediction p = predict(run.options, precision, machine);
