@@ -105,6 +105,25 @@ inline AxisFigures inter_node_bytes(const TrainOptions& o, const std::vector<Ran
   return x;
 }
 
+// The link between two nodes as MPI sees it: each rank of node 0 exchanges a buffer with its
+// counterpart on node 1, all pairs at once, both ways, for a few sizes; seconds = latency +
+// (bytes each way, all pairs) / bandwidth, fitted (the slowest rank, median of 3). Collective
+// over `world`, 2 nodes of ranks_per_node ranks.
+inline LinearFit measure_link(const Comm& world, const InterNode& nodes) {
+  const int n = nodes.ranks_per_node, partner = (world.rank() + n) % (2 * n);
+  std::vector<double> bytes, seconds;
+  for (std::size_t size : {std::size_t(1) << 18, std::size_t(1) << 20, std::size_t(1) << 22}) {
+    std::vector<char> out(size, 1), in(size);
+    seconds.push_back(detail::time_together(world, 3, [&] {
+      Request r = world.irecv(Span<char>(in), partner, 7);
+      world.isend(Span<const char>(out), partner, 7).wait();
+      r.wait();
+    }));
+    bytes.push_back(double(size) * n);
+  }
+  return fit_line(bytes, seconds);
+}
+
 // The cost model's machine `m` (calibrated on the cluster's ranks) with each call whose groups
 // cross nodes priced on the link instead: its calibrated latency, and the link's bytes/s each
 // way shared by all the axis' groups that make the call at once (their crossing bytes, half
