@@ -10,9 +10,9 @@
 #   tridentPID-sw   a network namespace for the switch: a bridge "switch" (10.77.0.1/24), where
 #                   mpiexec runs;
 #   tridentPID-nK   a network namespace per node K: a veth "wire" (10.77.0.K+2/24) whose other end
-#                   is a port of the bridge; its egress shaped by tc: tbf at --link (and netem's
-#                   delay with --delay, where the kernel has sch_netem). A node's link is thus
-#                   full duplex at --link each way, as a NIC.
+#                   is a port of the bridge; its egress shaped by tc: htb at --link (and netem's
+#                   delay with --delay, where the kernel has sch_netem; this one has not). A
+#                   node's link is thus full duplex at --link each way, as a NIC's.
 # Every address lives only in these namespaces: no packet can reach the machine's own network.
 # MPICH's hydra starts one proxy per node through cluster_node.sh (its "ssh"), which runs it in
 # the node's network, IPC, UTS and mount namespaces: ranks of a node share memory, nodes don't.
@@ -23,7 +23,7 @@
 # after a barrier instead (core/environment.hpp).
 #
 # Exit status: the program's; 124 when it ran past --timeout; 77 when this machine cannot build
-# the cluster (not root, no network namespaces, no tc): CTest's SKIP_RETURN_CODE.
+# the cluster (not root, no network namespaces, no tc or htb): CTest's SKIP_RETURN_CODE.
 set -eu
 
 nodes=2 ranks=1 link=1gbit delay="" limit=600
@@ -119,13 +119,18 @@ while [ "$k" -lt "$nodes" ]; do
   k=$((k + 1))
 done
 
-# hydra execs its launcher: a script of our own that needs no execute bit in the checkout
-printf '#!/bin/sh\nexec sh "%s/cluster_node.sh" "$@"\n' "$here" >"$work/ssh"
-chmod +x "$work/ssh"
+# hydra execs its launcher: cluster_node.sh, or a copy of the call where the checkout lost its
+# execute bit
+launcher=$here/cluster_node.sh
+if [ ! -x "$launcher" ]; then
+  launcher=$work/ssh
+  printf '#!/bin/sh\nexec sh "%s/cluster_node.sh" "$@"\n' "$here" >"$launcher"
+  chmod +x "$launcher"
+fi
 
 echo "cluster.sh: $nodes nodes x $ranks ranks, link $link${delay:+, delay $delay}, timeout ${limit}s" >&2
 # in the background, so that Ctrl-C (or a TERM) reaches this script's trap at once
-ip netns exec "$switch" timeout -k 10 "$limit" mpiexec -launcher ssh -launcher-exec "$work/ssh" \
+ip netns exec "$switch" timeout -k 10 "$limit" mpiexec -launcher ssh -launcher-exec "$launcher" \
   -f "$work/hosts" -iface switch -n $((nodes * ranks)) -ppn "$ranks" \
   -genv TRIDENT_CLUSTER_NODES "$nodes" -genv TRIDENT_LINK_BPS "$link_bps" \
   -genv TRIDENT_LINK_DELAY_S "$delay_s" -genv TRIDENT_EXIT_WITHOUT_FINALIZE 1 "$@" &
