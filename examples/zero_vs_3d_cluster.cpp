@@ -33,6 +33,7 @@ struct Row {
   double measured_s = 0, predicted_s = 0, wire = 0, wire_formula = 0, link_s = 0;
   double mpi_link_s = 0;    // predicted at the link's rate as MPI measured it (measure_link)
   StagePrediction slowest;  // the predicted stage with the longest microbatch
+  double axis_s[3] = {};    // measured seconds per step in TP's, PP's, DP's calls, slowest rank
 };
 
 std::vector<NamedRun> cluster_runs(const GPTConfig& model, int batch) {
@@ -105,6 +106,14 @@ void print(const std::vector<Row>& rows, double link_bps, int steps) {
         r.predicted_s / r.measured_s, r.wire / kMB, r.wire_formula / kMB, r.wire / r.wire_formula,
         r.link_s, r.slowest.compute_s, r.slowest.seconds.tp, r.slowest.seconds.pp,
         r.slowest.seconds.dp, r.mpi_link_s);
+  std::printf(
+      "\nseconds per step inside each axis' calls and waits: measured (CommStats, slowest rank) / "
+      "predicted (slowest stage, nominal link)\n%-20s %15s %15s %15s\n",
+      "run", "TP", "PP", "DP");
+  for (const Row& r : rows)
+    std::printf("%-20s %6.3f / %-6.3f %6.3f / %-6.3f %6.3f / %-6.3f\n", r.name.c_str(), r.axis_s[0],
+                r.slowest.seconds.tp, r.axis_s[1], r.slowest.seconds.pp, r.axis_s[2],
+                r.slowest.seconds.dp);
   const std::vector<int> measured = ranking(rows, &Row::measured_s),
                          predicted = ranking(rows, &Row::predicted_s),
                          mpi_link = ranking(rows, &Row::mpi_link_s);
@@ -183,6 +192,8 @@ int main(int argc, char** argv) {
       const AxisFigures x =
           inter_node_bytes(run.options, predicted_ranks(run.options, p), precision, nodes);
       Row r{run.name, crossing_axes(x), m.step_s, p.step_s, m.wire, x.total()};
+      for (const auto& rank : m.comm_s)
+        for (int k = 0; k < 3; ++k) r.axis_s[k] = std::max(r.axis_s[k], rank[std::size_t(k)]);
       r.mpi_link_s =
           predict(run.options, precision,
                   over_link(measured_machine(cal), run.options, nodes, link_fit.bandwidth))
