@@ -106,15 +106,16 @@ inline AxisFigures inter_node_bytes(const TrainOptions& o, const std::vector<Ran
 }
 
 // The link between two nodes as MPI sees it: each rank of node 0 exchanges a buffer with its
-// counterpart on node 1, all pairs at once, both ways, for a few sizes; seconds = latency +
-// (bytes each way, all pairs) / bandwidth, fitted (the slowest rank, median of 3). Collective
+// counterpart on node 1, all pairs at once, both ways, for 1, 4 and 16 MiB (up to a second of the
+// link at 1 Gbit/s, so that a loaded machine's hiccups stay small next to it); seconds = latency
+// + (bytes each way, all pairs) / bandwidth, fitted (the slowest rank, median of 5). Collective
 // over `world`, 2 nodes of ranks_per_node ranks.
 inline LinearFit measure_link(const Comm& world, const InterNode& nodes) {
   const int n = nodes.ranks_per_node, partner = (world.rank() + n) % (2 * n);
   std::vector<double> bytes, seconds;
-  for (std::size_t size : {std::size_t(1) << 18, std::size_t(1) << 20, std::size_t(1) << 22}) {
+  for (std::size_t size : {std::size_t(1) << 20, std::size_t(1) << 22, std::size_t(1) << 24}) {
     std::vector<char> out(size, 1), in(size);
-    seconds.push_back(detail::time_together(world, 3, [&] {
+    seconds.push_back(detail::time_together(world, 5, [&] {
       Request r = world.irecv(Span<char>(in), partner, 7);
       world.isend(Span<const char>(out), partner, 7).wait();
       r.wait();
