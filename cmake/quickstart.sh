@@ -3,11 +3,15 @@
 #   sh cmake/quickstart.sh example   installs what is missing, builds, runs the flagship example
 #                                    (8 ranks: TP2 x PP2 x DP2 with ZeRO-1 and 1F1B)
 #   sh cmake/quickstart.sh test      installs what is missing, builds, runs the whole test suite
+#   sh cmake/quickstart.sh cluster   the flagship example on 2 emulated nodes of 4 ranks joined by
+#                                    a 1 Gbit/s link (cmake/cluster.sh)
 set -eu
 cd "$(dirname "$0")/.."
 
+# libopenblas-dev: the GEMM (TRIDENT_BLAS=auto); iproute2: ip and tc, for the emulated cluster
+# of cmake/cluster.sh (its test, cluster.2nodes)
 packages="g++ cmake make mpich libmpich-dev libeigen3-dev libopenblas-dev doctest-dev libcli11-dev
-  nlohmann-json3-dev"
+  nlohmann-json3-dev iproute2"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -31,8 +35,13 @@ case "${1:-}" in
     cmake --build "$build" -j "$jobs"
     cd "$build" && ctest --output-on-failure
     ;;
+  cluster)
+    cmake --build "$build" -j "$jobs" --target train_gpt
+    sh cmake/cluster.sh --nodes 2 --ranks-per-node 4 --link 1gbit -- \
+      "$build/examples/train_gpt" --tp 2 --pp 2 --dp 2 --zero 1 --schedule 1f1b
+    ;;
   *)
-    echo "usage: sh cmake/quickstart.sh {example|test}" >&2
+    echo "usage: sh cmake/quickstart.sh {example|test|cluster}" >&2
     exit 2
     ;;
 esac

@@ -75,5 +75,5 @@ int main(int argc, char** argv) {
                 failed ? "FAILED on some rank" : "passed on every rank", skipped.size(),
                 no_skip && !skipped.empty() ? " -- not allowed at this rank count" : "");
   }
-  return (failed || (no_skip && !skipped.empty())) ? 1 : 0;
+  return trident::leave((failed || (no_skip && !skipped.empty())) ? 1 : 0);
 }

@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <new>
 #include <string>
@@ -45,6 +46,18 @@ class Environment {
   bool owns_ = false, owns_channel_ = false;
 };
 
+// The end of a program that returns `status` on every rank. Where TRIDENT_EXIT_WITHOUT_FINALIZE
+// is set (cmake/cluster.sh sets it), every rank leaves after a barrier without MPI_Finalize:
+// UCX 1.13's TCP transport, Debian 12's MPICH, can hang in MPI_Finalize closing its connections
+// after traffic over a slow link (openucx/ucx#8738). Collective then.
+inline int leave(int status) {
+  if (!std::getenv("TRIDENT_EXIT_WITHOUT_FINALIZE")) return status;
+  MPI_Barrier(MPI_COMM_WORLD);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(status);
+}
+
 // Turns a condition that may differ between ranks (a file readable on one rank only, say) into
 // the same outcome everywhere: if any rank has !ok, every rank throws Error with the message of
 // the lowest such rank. Collective over `comm`.
@@ -66,14 +79,14 @@ int run_main(int argc, char** argv, Body&& body) {
   Environment env(argc, argv);
   const Comm world = Comm::world();
   try {
-    return body(argc, argv);
+    return leave(body(argc, argv));
   } catch (const ExitRequest& e) {
-    return e.code;
+    return leave(e.code);
   } catch (const MpiError& e) {
     std::fprintf(stderr, "trident: rank %d: %s\n", world.rank(), e.what());
   } catch (const Error& e) {
     if (world.rank() == 0) std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
+    return leave(1);
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "trident: rank %d: out of memory: the model or batch does not fit\n",
                  world.rank());

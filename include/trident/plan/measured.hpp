@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "../core/wire.hpp"
 #include "../train/report.hpp"
 #include "predict.hpp"
 
@@ -18,6 +19,7 @@ struct MeasuredRun {
   RunReport report;   // per rank (world rank 0): memory by kind, traffic per axis, bubble
   double step_s = 0;  // mean over the measured steps of the slowest rank's step
   double loss = 0;    // of the last step
+  double wire = 0;    // bytes per step sent over the links between nodes, all nodes (wire.hpp)
   // per rank (world rank 0), seconds per step inside each axis' calls and waits (CommStats)
   std::vector<std::array<double, 5>> comm_s;  // tp, pp, dp, emb, world
 };
@@ -34,11 +36,13 @@ MeasuredRun measure_run(const Comm& world, const TrainOptions& o, const TokenSou
   memory_stats().reset_peaks();
   std::vector<StepResult> results;
   MeasuredRun run;
+  const double wire_before = world_wire_sent(world);
   for (int s = 0; s < steps; ++s) {
     results.push_back(t.step());
     run.step_s += world.all_reduce_value(results.back().seconds, ReduceOp::max) / steps;
     run.loss = results.back().loss;
   }
+  run.wire = (world_wire_sent(world) - wire_before) / steps;
   std::array<double, 5> mine{};
   const char* axes[5] = {"tp", "pp", "dp", "emb", "world"};
   for (int k = 0; k < 5; ++k) mine[k] = comm_stats().of(axes[k]).total().seconds / steps;
