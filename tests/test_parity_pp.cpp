@@ -2,7 +2,8 @@
 // interleaved 1F1B at PP = 2 and 4 with m in {1, p, 2p+1} where the schedule allows, with TP,
 // with an uneven layer split, and with activation recomputation; ZB-H1 (backward split into B
 // and W) at PP = 2 and 4 with m in {p, 2p, 2p+1}, with TP (and SP) and with DP and ZeRO 1-3;
-// interleaved at PP = 1 with v = 2 (both tied embedding copies on one rank), alone, TP2, DP2 ZeRO-3.
+// interleaved at PP = 1 with v = 2 (both tied embedding copies on one rank): alone, TP2, DP2
+// ZeRO-3.
 #include "parity.hpp"
 
 using namespace trident;
