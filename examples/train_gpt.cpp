@@ -236,7 +236,9 @@ int main(int argc, char** argv) {
     app.add_option("--dtype", f.dtype, "compute type")
         ->check(CLI::IsMember({"float", "double"}))
         ->capture_default_str();
-    app.add_option("--data", f.data, "a text file (byte tokens) or 'synthetic'")
+    app.add_option("--data", f.data,
+                   "a token file (llm.c layout: magic 20240520, uint16/uint32 ids), a text file "
+                   "(byte tokens) or 'synthetic'")
         ->capture_default_str();
     app.add_option("--init", f.init, "initial weights (safetensors, GPT-2 names)");
     app.add_option("--save", f.save, "write the final weights (safetensors)");

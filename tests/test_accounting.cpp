@@ -5,6 +5,7 @@
 //  - DP volume per step in the paper's units (§7.2): 2 Psi for stages 0-2, 3 Psi for stage 3;
 //  - TP: per block and microbatch 2 all-reduces of b*s*h in forward and 2 in backward
 //    (Megatron-LM §3); with SP an all-gather and a reduce-scatter of the same bytes instead.
+//  - PP: b*s*h per microbatch per stage boundary sent, none between chunks of one rank (PP = 1).
 #include <trident/train/formulas.hpp>
 
 #include "parity.hpp"
@@ -173,4 +174,27 @@ TEST_CASE("the buffer cache holds at most the high-water mark of live buffers") 
   const std::size_t cached = cached_buffer_bytes();
   Buffer<char> again(MemoryKind::buffers, base + 8 * MiB, Fill::none);
   CHECK(cached_buffer_bytes() == cached - (base + 8 * MiB));
+}
+
+TEST_CASE("PP traffic: b*s*h per microbatch and stage boundary sent; none when PP = 1") {
+  for (int p : {1, 2}) {  // interleaved, v = 2: PP = 1 keeps both chunks on one rank
+    auto one = test::first_ranks(p, test::current_test_name());  // collective over the world
+    if (!one) continue;
+    TrainOptions o = test::small_options({1, p, 1});
+    o.schedule = pp::ScheduleKind::interleaved;
+    o.virtual_stages = 2;
+    o.microbatches = 2;
+    o.batch = 4;
+    auto t = trainer<double>(*one, o);
+    comm_stats().reset();
+    t->step();
+    const double sent = double(comm_stats().of("pp")[CommOp::send].bytes);
+    const double bsh =
+        double(o.model.seq) * o.rows_per_microbatch() * o.model.hidden * sizeof(double);
+    INFO("PP=" << p);
+    CHECK(traffic_formula(*t).pp == sent);
+    // PP = 2, v = 2: 4 virtual stages, 3 boundaries; this rank sends on 2 of its 3 sides
+    // (stage 0: 0|1 fwd, 1|2 bwd, 2|3 fwd; stage 1: 0|1 bwd, 1|2 fwd, 2|3 bwd), per microbatch
+    CHECK(sent == (p == 1 ? 0.0 : 3 * o.microbatches * bsh));
+  }
 }

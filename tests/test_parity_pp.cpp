@@ -1,7 +1,9 @@
 // Pipeline parallelism against the single-process reference, in double: GPipe, 1F1B and
 // interleaved 1F1B at PP = 2 and 4 with m in {1, p, 2p+1} where the schedule allows, with TP,
 // with an uneven layer split, and with activation recomputation; ZB-H1 (backward split into B
-// and W) at PP = 2 and 4 with m in {p, 2p, 2p+1}, with TP (and SP) and with DP and ZeRO 1-3.
+// and W) at PP = 2 and 4 with m in {p, 2p, 2p+1}, with TP (and SP) and with DP and ZeRO 1-3;
+// interleaved at PP = 1 with v = 2 (both tied embedding copies on one rank): alone, TP2, DP2
+// ZeRO-3.
 #include "parity.hpp"
 
 using namespace trident;
@@ -65,4 +67,10 @@ TEST_CASE("ZB-H1 with TP2 (and sequence parallelism) and with DP2 under ZeRO 1, 
   run(4, {2, 2, 1}, ScheduleKind::zb_h1, 4);
   run(4, {2, 2, 1}, ScheduleKind::zb_h1, 5, 4, 1, false, {}, {}, /*sp=*/true);
   for (int stage : {1, 2, 3}) run(4, {1, 2, 2}, ScheduleKind::zb_h1, 4, 4, 1, false, {}, {stage});
+}
+
+TEST_CASE("PP=1 interleaved (v=2): the tied embedding's two copies on one rank are summed") {
+  run(1, {1, 1, 1}, ScheduleKind::interleaved, 2, 4, 2);
+  run(2, {2, 1, 1}, ScheduleKind::interleaved, 2, 4, 2);
+  run(2, {1, 1, 2}, ScheduleKind::interleaved, 2, 4, 2, false, {}, {3});
 }

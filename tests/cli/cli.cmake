@@ -57,6 +57,14 @@ trident_cli_error(unreadable_data RANKS 2 PROGRAM train_gpt ARGS --data /nonexis
   EXPECT "cannot read the data file '/nonexistent/corpus.txt'")
 trident_cli_error(unreadable_init RANKS 2 PROGRAM train_gpt ARGS ${tiny} --dp 2 --init /nonexistent/w.safetensors
   EXPECT "/nonexistent/w.safetensors")
+# token files (data/token_file.hpp): ids at or above the vocab, a file shorter than its header says.
+# cli/data/tokens_vocab300.bin: llm.c's layout, version 1, 100 ids (7919 i + 3) mod 300 with 299
+# at position 50; tokens_truncated.bin: the same ids as version 2 (uint32), less its last 6 bytes.
+set(token_files ${CMAKE_CURRENT_SOURCE_DIR}/cli/data)
+trident_cli_error(token_file_vocab RANKS 2 PROGRAM train_gpt ARGS ${tiny} --dp 2 --data ${token_files}/tokens_vocab300.bin
+  EXPECT "tokens_vocab300.bin' has token ids up to 299, at or above the model's vocabulary of 256")
+trident_cli_error(token_file_truncated RANKS 2 PROGRAM train_gpt ARGS ${tiny} --data ${token_files}/tokens_truncated.bin
+  EXPECT "tokens_truncated.bin' declares 100 tokens of 4 bytes (1424 bytes with the header) but has 1418 bytes")
 trident_cli_error(data_directory RANKS 2 PROGRAM train_gpt ARGS ${tiny} --data ${CMAKE_CURRENT_SOURCE_DIR}
   EXPECT "is a directory, not a file")
 trident_cli_error(virtual_stages_zero RANKS 2 PROGRAM train_gpt ARGS ${tiny} --layers 4 --pp 2
@@ -89,12 +97,14 @@ trident_cli_error(plan_mesh_product RANKS 1 PROGRAM plan ARGS --preset gpt3-175b
 # The same losses on two meshes (double): a command a user can type reproduces the
 # single-process run.
 trident_program(compare_losses cli/compare_losses.cpp)
-# trident_same_losses(name RANKS n ARGS mesh flags...): single process vs `mpiexec -n n` with ARGS
+# trident_same_losses(name RANKS n ARGS mesh flags... [BOTH flags...]): single process vs
+# `mpiexec -n n` with ARGS, both runs with BOTH
 function(trident_same_losses name)
-  cmake_parse_arguments(S "" "RANKS" "ARGS" ${ARGN})
+  cmake_parse_arguments(S "" "RANKS" "ARGS;BOTH" ${ARGN})
   set(dir ${CMAKE_CURRENT_BINARY_DIR}/same_losses)
   file(MAKE_DIRECTORY ${dir})
-  set(common --dtype double --steps 4 --layers 4 --hidden 32 --heads 4 --seq 16 --batch 8 --log-every 1)
+  set(common --dtype double --steps 4 --layers 4 --hidden 32 --heads 4 --seq 16 --batch 8 --log-every 1
+      ${S_BOTH})
   set(one ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 1 $<TARGET_FILE:train_gpt> ${common}
       --json ${dir}/${name}.single.json)
   set(many ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${S_RANKS} $<TARGET_FILE:train_gpt> ${common}
@@ -112,6 +122,10 @@ trident_same_losses(tp2 RANKS 2 ARGS --tp 2)
 trident_same_losses(tp2_pp2_dp2_zero3 RANKS 8 ARGS --tp 2 --pp 2 --dp 2 --zero 3)
 trident_same_losses(pp2_interleaved_sp RANKS 4 ARGS --tp 2 --pp 2 --sequence-parallel --schedule interleaved --virtual-stages 2 --microbatches 2)
 trident_same_losses(pp2_zb_h1_dp2_zero2 RANKS 4 ARGS --pp 2 --dp 2 --zero 2 --schedule zb-h1 --microbatches 2)
+# PP = 1 with two virtual stages: both copies of the tied embedding on one rank (summed locally)
+trident_same_losses(pp1_interleaved RANKS 1 ARGS --schedule interleaved --virtual-stages 2 --microbatches 2)
+# a token file (llm.c layout) as the data
+trident_same_losses(token_file_dp2 RANKS 2 ARGS --dp 2 BOTH --data ${token_files}/tokens_vocab300.bin --vocab 300)
 
 # A run of one step (which warms up and is not measured) reports no throughput and no bubble.
 set(one_step ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 $<TARGET_FILE:train_gpt> ${tiny}

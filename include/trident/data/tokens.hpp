@@ -1,19 +1,25 @@
 // trident/data/tokens.hpp: the token stream and the global batch of a step.
 //
 // Sampling is a pure function of (seed, step, row of the global batch), so every mesh sees the
-// same global batch whatever rank holds which rows (ARCHITECTURE §2.1). Tokens are bytes
-// (vocab 256) of any text file, or synthetic tokens for any vocab.
+// same global batch whatever rank holds which rows (ARCHITECTURE §2.1). Tokens are the ids of a
+// pre-tokenized token file (data/token_file.hpp, llm.c's layout), bytes (vocab 256) of any other
+// file, ids given in memory, synthetic tokens for any vocab, or whatever a host app's own
+// Sampler returns: the trainer asks only for (inputs, targets) of (seed, step, row).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../core/error.hpp"
 #include "../model/init.hpp"
+#include "token_file.hpp"
 
 namespace trident {
 
@@ -24,8 +30,20 @@ inline const char* default_corpus() {
 
 class TokenSource {
  public:
-  // Byte-level tokens of a file. Throws Error naming the file when it cannot be read (a
-  // directory, say) or is shorter than one sequence plus one.
+  // A host app's deterministic source: writes row `row` of step `step`'s global batch, inputs
+  // (seq) and targets (seq), ids in [0, vocab). It must be a pure function of its arguments
+  // (the same on every rank and mesh); sample_rows checks the ids.
+  using Sampler = std::function<void(std::uint64_t seed, int step, int row, int seq,
+                                     std::int32_t* inputs, std::int32_t* targets)>;
+  TokenSource(std::string name, int vocab, Sampler sampler)
+      : sampler_(std::move(sampler)), vocab_(vocab), name_(std::move(name)) {
+    require(vocab_ >= 1 && static_cast<bool>(sampler_),
+            "the data source '" + name_ + "' needs a sampler and a vocab of at least 1");
+  }
+
+  // The tokens of a file: the ids of a token file (its header's magic, data/token_file.hpp),
+  // else the file's bytes. Throws Error naming the file when it cannot be read (a directory,
+  // say), has a bad token file header, or is shorter than one sequence plus one.
   static TokenSource from_file(const std::string& path, int seq) {
     std::error_code ec;
     require(!std::filesystem::is_directory(path, ec),
@@ -38,6 +56,7 @@ class TokenSource {
     } catch (const std::exception&) {
       fail("cannot read the data file '" + path + "'");
     }
+    if (is_token_file(bytes)) return from_tokens(parse_token_file(path, bytes, seq), path);
     require(bytes.size() > static_cast<std::size_t>(seq) + 1,
             "the data file '" + path + "' has " + std::to_string(bytes.size()) +
                 " bytes, fewer than one sequence of " + std::to_string(seq) + " + 1");
@@ -45,6 +64,17 @@ class TokenSource {
     s.tokens_.assign(bytes.begin(), bytes.end());
     s.vocab_ = 256;
     s.name_ = path;
+    return s;
+  }
+  // Token ids given in memory (each >= 0); vocab() is the largest id + 1.
+  static TokenSource from_tokens(std::vector<std::int32_t> tokens, std::string name) {
+    require(tokens.size() >= 2, "the data '" + name + "' needs at least 2 tokens");
+    const auto [low, high] = std::minmax_element(tokens.begin(), tokens.end());
+    require(*low >= 0, "the data '" + name + "' has a negative token id " + std::to_string(*low));
+    TokenSource s;
+    s.vocab_ = *high + 1;
+    s.tokens_ = std::move(tokens);
+    s.name_ = std::move(name);
     return s;
   }
   // Synthetic tokens: uniform over the vocab, a function of (seed, step, row, position).
@@ -57,11 +87,12 @@ class TokenSource {
 
   int vocab() const { return vocab_; }  // tokens are < vocab()
   const std::string& name() const { return name_; }
-  bool is_synthetic() const { return tokens_.empty(); }
+  bool is_synthetic() const { return tokens_.empty() && !sampler_; }
 
   // Row `row` of step `step`: inputs (seq) and targets (seq, the inputs shifted by one).
   void sample(std::uint64_t seed, int step, int row, int seq, std::int32_t* inputs,
               std::int32_t* targets) const {
+    if (sampler_) return sampler_(seed, step, row, seq, inputs, targets);
     const std::uint64_t key = mix64(seed ^ mix64((std::uint64_t(step) << 32) | unsigned(row)));
     if (is_synthetic()) {
       for (int t = 0; t <= seq; ++t) {
@@ -71,6 +102,9 @@ class TokenSource {
       }
       return;
     }
+    require(tokens_.size() > std::size_t(seq) + 1,
+            "the data '" + name_ + "' has " + std::to_string(tokens_.size()) +
+                " tokens, fewer than one sequence of " + std::to_string(seq) + " + 1");
     const std::size_t start = mix64(key) % (tokens_.size() - seq - 1);
     for (int t = 0; t < seq; ++t) {
       inputs[t] = tokens_[start + t];
@@ -79,6 +113,8 @@ class TokenSource {
   }
 
  private:
+  TokenSource() = default;
+  Sampler sampler_;
   std::vector<std::int32_t> tokens_;
   int vocab_ = 256;
   std::string name_;
@@ -98,6 +134,12 @@ inline Microbatch sample_rows(const TokenSource& data, std::uint64_t seed, int s
   std::vector<std::int32_t> in(seq), tg(seq);
   for (int b = 0; b < rows; ++b) {
     data.sample(seed, step, row_begin + b, seq, in.data(), tg.data());
+    for (int t = 0; t < seq; ++t)
+      require(in[t] >= 0 && in[t] < data.vocab() && tg[t] >= 0 && tg[t] < data.vocab(),
+              "the data '" + data.name() + "' gave token " +
+                  std::to_string(in[t] < 0 || in[t] >= data.vocab() ? in[t] : tg[t]) + " at step " +
+                  std::to_string(step) + ", row " + std::to_string(row_begin + b) +
+                  ", outside its vocab [0, " + std::to_string(data.vocab()) + ")");
     for (int t = 0; t < seq; ++t) {
       mb.inputs[std::size_t(t) * rows + b] = in[t];
       mb.targets[std::size_t(t) * rows + b] = tg[t];

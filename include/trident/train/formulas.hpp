@@ -53,7 +53,8 @@ ModelStates model_state_formula(Trainer<T, S>& t) {
 //    with the conjugate all-gather too; the vocab-parallel cross-entropy's all-reduce of the
 //    row maxima (b s) and of the sums and target logits (2 b s); under SP one all-reduce per
 //    step of the TP-replicated parameters' gradients.
-//  PP: b s h (b s h / t under SP) per microbatch per stage boundary, forward and backward.
+//  PP: b s h (b s h / t under SP) per microbatch per stage boundary, forward and backward
+//    (none when PP = 1: the virtual stages of one rank hand over in memory).
 //  DP (ZeRO paper §7.2): stage 0 all-reduce of Psi; 1: reduce-scatter + all-gather of Psi;
 //    2: reduce-scatter (per microbatch: m times) + all-gather; 3: reduce-scatter, and each
 //    unit gathered before its forward and its backward (the embedding's backward needs no
@@ -92,7 +93,8 @@ Traffic traffic_formula(Trainer<T, S>& t) {
       }
     }
     const int g = c * p + t.mesh().stage();
-    const double boundary = (g > 0 ? 1 : 0) + (g < p * v - 1 ? 1 : 0);
+    // stage boundaries cross ranks when PP > 1; with PP = 1 the chunks hand over in memory
+    const double boundary = p == 1 ? 0 : (g > 0 ? 1 : 0) + (g < p * v - 1 ? 1 : 0);
     f.pp += m * boundary * act / (sp ? tpn : 1);
     const ZeroPolicy& z = o.zero;
     double psi = 0, fwd_gathers = 0, bwd_gathers = 0;

@@ -46,8 +46,9 @@ class Trainer {
   Trainer(const Comm& world, TrainOptions o, TokenSource data)
       : o_((validate(o, world.size()), o)), mesh_(world, o.mesh), data_(std::move(data)) {
     require(data_.vocab() <= o_.model.vocab,
-            "the data has tokens up to " + std::to_string(data_.vocab() - 1) +
-                " but the model's vocabulary is " + std::to_string(o_.model.vocab));
+            "the data '" + data_.name() + "' has token ids up to " +
+                std::to_string(data_.vocab() - 1) + ", at or above the model's vocabulary of " +
+                std::to_string(o_.model.vocab));
     tp_ = {&mesh_.tp(), o_.sequence_parallel};
     const std::vector<int> split = layer_split(o_);
     const int p = o_.mesh.pp, v = o_.virtual_stages;
@@ -169,8 +170,8 @@ class Trainer {
     }
   }
 
-  // Step 3 of the data path: the sums over TP (sequence parallelism) and over the embedding
-  // group (tied word embedding), on whatever part of the reduced gradient this rank holds.
+  // Step 3 of the data path: the sums over TP (sequence parallelism) and of the tied word
+  // embedding's two copies, on whatever part of the reduced gradient this rank holds.
   void sync_replicated_gradients() {
     for (auto& c : chunks_) {
       UnitStore<T, S>& st = c->store();
@@ -181,10 +182,26 @@ class Trainer {
         std::size_t k = 0;
         visit_replicated(st, [&](S& x) { x = packed[k++]; });
       }
-      const int wte = st.find("wte");
-      if (wte >= 0 && mesh_.embedding().valid())
-        mesh_.embedding().all_reduce(st.reduced_grads(wte));
     }
+    sum_tied_embedding_gradients();
+  }
+  // The tied word embedding (Press & Wolf 2017) has a copy in the first virtual stage's chunk
+  // and one in the last's: their gradients are summed wherever they live — over the embedding
+  // group when they are on two ranks, here when both chunks are on this rank (PP = 1, V > 1).
+  // A chunk that is both first and last holds the one copy.
+  void sum_tied_embedding_gradients() {
+    std::vector<Span<S>> copies;
+    for (auto& c : chunks_) {
+      const int wte = c->store().find("wte");
+      if (wte >= 0 && !(c->spec().embedding && c->spec().head))
+        copies.push_back(c->store().reduced_grads(wte));
+    }
+    if (copies.size() == 2) {  // both on this rank: one sum, the same in both copies
+      for (std::size_t k = 0; k < copies[0].size(); ++k)
+        copies[1][k] = copies[0][k] =
+            convert_to<S>(to_float(copies[0][k]) + to_float(copies[1][k]));
+    }
+    if (copies.size() == 1 && mesh_.embedding().valid()) mesh_.embedding().all_reduce(copies[0]);
   }
   template <class F>
   static void visit_replicated(UnitStore<T, S>& st, F&& f) {
