@@ -42,27 +42,11 @@ struct Row {
 };
 
 std::vector<NamedRun> cluster_runs(const GPTConfig& model, int batch) {
-  struct Shape {
-    const char* name;
-    MeshShape mesh;
-    int zero;
-  };
-  const Shape shapes[] = {{"ZeRO-3 DP8", {1, 1, 8}, 3},
-                          {"TP4-PP2 ZeRO-1", {4, 2, 1}, 1},
-                          {"TP2-PP2-DP2 ZeRO-1", {2, 2, 2}, 1},
-                          {"TP8 ZeRO-1", {8, 1, 1}, 1}};
-  std::vector<NamedRun> runs;
-  for (const Shape& s : shapes) {
-    TrainOptions o;
-    o.model = model;
-    o.mesh = s.mesh;
-    o.zero.stage = s.zero;
-    o.schedule = pp::ScheduleKind::one_f_one_b;
-    o.microbatches = s.mesh.pp > 1 ? 2 * s.mesh.pp : 1;
-    o.batch = batch;
-    runs.push_back({s.name, o});
-  }
-  return runs;
+  return named_runs(model, batch,
+                    {{"ZeRO-3 DP8", {1, 1, 8}, 3},
+                     {"TP4-PP2 ZeRO-1", {4, 2, 1}, 1},
+                     {"TP2-PP2-DP2 ZeRO-1", {2, 2, 2}, 1},
+                     {"TP8 ZeRO-1", {8, 1, 1}, 1}});
 }
 
 // Each rank's bytes per step per axis as the cost model predicts them (its stage's).

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -105,21 +106,16 @@ inline GPTConfig comparison_model() {
 }
 inline constexpr int kComparisonBatch = 16;
 
-// The comparison of examples/zero_vs_3d on 8 ranks, one model: pure ZeRO-3 over DP = 8, and
-// 3D meshes with ZeRO-1 (1F1B, m = 2 PP microbatches when PP > 1, else 1).
-inline std::vector<NamedRun> comparison_runs(const GPTConfig& model, int batch) {
-  struct Shape {
-    const char* name;
-    MeshShape mesh;
-    int zero;
-  };
-  const Shape shapes[] = {{"ZeRO-3 DP8", {1, 1, 8}, 3},
-                          {"TP2-PP2-DP2 ZeRO-1", {2, 2, 2}, 1},
-                          {"TP2-DP4 ZeRO-1", {2, 1, 4}, 1},
-                          {"PP2-DP4 ZeRO-1", {1, 2, 4}, 1},
-                          {"TP4-DP2 ZeRO-1", {4, 1, 2}, 1}};
+// One run per shape: a mesh and its ZeRO stage, 1F1B with m = 2 PP microbatches when PP > 1.
+struct RunShape {
+  const char* name;
+  MeshShape mesh;
+  int zero;
+};
+inline std::vector<NamedRun> named_runs(const GPTConfig& model, int batch,
+                                        std::initializer_list<RunShape> shapes) {
   std::vector<NamedRun> runs;
-  for (const Shape& s : shapes) {
+  for (const RunShape& s : shapes) {
     TrainOptions o;
     o.model = model;
     o.mesh = s.mesh;
@@ -130,6 +126,17 @@ inline std::vector<NamedRun> comparison_runs(const GPTConfig& model, int batch) 
     runs.push_back({s.name, o});
   }
   return runs;
+}
+
+// The comparison of examples/zero_vs_3d on 8 ranks, one model: pure ZeRO-3 over DP = 8, and
+// 3D meshes with ZeRO-1.
+inline std::vector<NamedRun> comparison_runs(const GPTConfig& model, int batch) {
+  return named_runs(model, batch,
+                    {{"ZeRO-3 DP8", {1, 1, 8}, 3},
+                     {"TP2-PP2-DP2 ZeRO-1", {2, 2, 2}, 1},
+                     {"TP2-DP4 ZeRO-1", {2, 1, 4}, 1},
+                     {"PP2-DP4 ZeRO-1", {1, 2, 4}, 1},
+                     {"TP4-DP2 ZeRO-1", {4, 1, 2}, 1}});
 }
 
 }  // namespace trident::plan
