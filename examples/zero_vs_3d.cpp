@@ -15,7 +15,7 @@
 #include <fstream>
 #include <limits>
 #include <trident/io/bar_chart_svg.hpp>
-#include <trident/io/cli.hpp>
+#include <trident/models/gpt2/cli.hpp>
 #include <trident/plan/measured.hpp>
 #include <trident/plan/predict.hpp>
 #include <trident/trident.hpp>
@@ -161,7 +161,7 @@ void print_gpt3() {
   std::vector<Prediction> rows;
   std::vector<StagePrediction> mosts;
   for (const Shape& sh : shapes) {
-    TrainOptions o;
+    gpt2::Options o;
     o.model = {m.vocab, m.seq, m.layers, m.hidden, m.heads};
     o.mesh = sh.mesh;
     o.zero.stage = sh.zero;
@@ -278,7 +278,7 @@ void write_charts(const std::vector<Result>& results, const std::string& dir) {
 int main(int argc, char** argv) {
   return run_main(argc, argv, [](int argc, char** argv) {
     const Comm world = Comm::world();
-    GPTConfig model = plan::comparison_model();
+    gpt2::Config model = plan::comparison_model();
     int batch = plan::kComparisonBatch, steps = 3;
     std::string svg_dir = ".";
     CLI::App app{"ZeRO-3 next to 3D parallelism on one model and 8 ranks: measured and predicted."};

@@ -15,7 +15,7 @@ void run(int ranks, MeshShape mesh, ScheduleKind kind, int m, int layers = 4, in
          bool sp = false) {
   auto comm = test::first_ranks(ranks, test::current_test_name());
   if (!comm) return;
-  TrainOptions o = test::small_options(mesh, layers);
+  gpt2::Options o = test::small_options(mesh, layers);
   o.schedule = kind;
   o.microbatches = m;
   o.virtual_stages = v;

@@ -22,7 +22,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "../train/options.hpp"
+#include "../models/gpt2/trainer.hpp"
 #include "cluster.hpp"
 #include "memory.hpp"
 #include "model_spec.hpp"
@@ -54,7 +54,7 @@ struct ChunkUnits {
 };
 
 // The chunks pipeline rank `stage` runs (one per virtual stage, chunk c = virtual stage c p + s).
-inline std::vector<ChunkUnits> stage_chunks(const TrainOptions& o, int stage) {
+inline std::vector<ChunkUnits> stage_chunks(const gpt2::Options& o, int stage) {
   const ModelSpec m = model_spec(o.model);
   const std::vector<int> split = layer_split(o);
   const int p = o.mesh.pp, t = o.mesh.tp;
@@ -78,7 +78,7 @@ inline std::vector<ChunkUnits> stage_chunks(const TrainOptions& o, int stage) {
 }
 
 // Psi of a rank of `stage`: its padded units.
-inline double stage_parameters(const TrainOptions& o, int stage) {
+inline double stage_parameters(const gpt2::Options& o, int stage) {
   double psi = 0;
   for (const ChunkUnits& c : stage_chunks(o, stage))
     for (const UnitSize& u : c.units) psi += u.padded;
@@ -86,7 +86,7 @@ inline double stage_parameters(const TrainOptions& o, int stage) {
 }
 
 // ZeRO §5.1 (model_state_bytes) with trident's Psi and element sizes.
-inline ModelStateBytes stage_model_states(const TrainOptions& o, int stage, const Precision& p) {
+inline ModelStateBytes stage_model_states(const gpt2::Options& o, int stage, const Precision& p) {
   return model_state_bytes(stage_parameters(o, stage), o.zero.stage, o.mesh.dp, p);
 }
 
@@ -96,7 +96,7 @@ struct ActivationShape {
   double N = 0, n = 0, C = 0, Cl = 0, heads = 0, S = 0, B = 0, vocab_rows = 0;
 };
 
-inline ActivationShape activation_shape(const TrainOptions& o) {
+inline ActivationShape activation_shape(const gpt2::Options& o) {
   const double t = o.mesh.tp, B = o.rows_per_microbatch(), S = o.model.seq, N = B * S;
   const double vocab_rows = std::ceil(double(o.model.vocab) / t);  // padded vocab / t
   return {N,
@@ -133,7 +133,7 @@ inline double chunk_stash_elements(const ChunkUnits& c, const ActivationShape& a
 // forward adding its stash and each backward freeing it. Under full recomputation one layer's
 // activations come back for a while: during each layer's forward and its recomputation in the
 // backward, on top of what is held.
-inline double stage_activation_bytes(const TrainOptions& o, int stage, const Precision& p) {
+inline double stage_activation_bytes(const gpt2::Options& o, int stage, const Precision& p) {
   const ActivationShape a = activation_shape(o);
   const std::vector<ChunkUnits> chunks = stage_chunks(o, stage);
   const auto schedule =
