@@ -19,22 +19,22 @@
 #include <thread>
 #include <vector>
 
+#include <trident/models/gpt2/gpt2.hpp>
 #include <trident/plan/compute.hpp>
 #include <trident/plan/trident_memory.hpp>
-#include <trident/train/trainer.hpp>
 
 namespace bench {
 
 using namespace trident;
 
 // The bench model: V=4096, T=128, L=4, C=256, 8 heads; a global batch of 8 sequences.
-inline GPTConfig bench_model() {
+inline gpt2::Config bench_model() {
   return {4096, 128, 4, 256, 8, 1234};
 }
 inline constexpr int kBatch = 8;
 
-inline TrainOptions bench_options(MeshShape mesh = {1, 1, 1}, int microbatches = 1) {
-  TrainOptions o;
+inline gpt2::Options bench_options(MeshShape mesh = {1, 1, 1}, int microbatches = 1) {
+  gpt2::Options o;
   o.model = bench_model();
   o.batch = kBatch;
   o.mesh = mesh;
@@ -252,7 +252,7 @@ inline std::vector<Gemm> head_backward_gemms(int N, int C, int V) {
 
 // Every product of one single-process training step on N rows (N / seq sequences); attention
 // in causal blocks as trident computes it, or (causal = false) in full blocks, as eq. (3) counts.
-inline std::vector<Gemm> step_gemms(const GPTConfig& c, int N, bool causal = true) {
+inline std::vector<Gemm> step_gemms(const gpt2::Config& c, int N, bool causal = true) {
   const int C = c.hidden, S = c.seq, pairs = N / S * c.heads, D = c.head_size();
   std::vector<Gemm> all;
   auto add = [&](std::vector<Gemm> g, int times) {
@@ -274,8 +274,8 @@ inline std::vector<Gemm> step_gemms(const GPTConfig& c, int N, bool causal = tru
 
 // The GEMM FLOPs of one step without recomputation, plan/compute.hpp's training_flops:
 // 72 B s l h^2 (1 + s / (6 h) + V / (12 l h)) (Narayanan et al. 2021, eq. (3) with 3 passes).
-inline double step_flops(const GPTConfig& c, int batch) {
-  return plan::training_flops(plan::model_spec(c), batch, plan::Recompute::none);
+inline double step_flops(const gpt2::Config& c, int batch) {
+  return plan::training_flops(gpt2::model_spec(c), batch, plan::Recompute::none);
 }
 
 // "load 1.23": the machine's 1-minute load average, printed with every table — on a shared
@@ -326,12 +326,13 @@ inline double machine_check(const Comm& world, double seconds) {
 // world rank 0.
 struct SingleProcess {
   Comm comm;
-  std::unique_ptr<Trainer<float>> trainer;
+  std::unique_ptr<gpt2::Trainer<float>> trainer;
 
-  SingleProcess(const Comm& world, const TrainOptions& o)
+  SingleProcess(const Comm& world, const gpt2::Options& o)
       : comm(world.split(world.rank() == 0 ? 0 : Comm::kUndefined, 0, "single")) {
     if (comm.valid())
-      trainer = std::make_unique<Trainer<float>>(comm, o, TokenSource::synthetic(o.model.vocab));
+      trainer =
+          std::make_unique<gpt2::Trainer<float>>(comm, o, TokenSource::synthetic(o.model.vocab));
   }
   // f(trainer) on rank 0, on every rank (on_rank_zero). Collective.
   template <class F>
@@ -340,20 +341,21 @@ struct SingleProcess {
   }
   // One training step's seconds.
   double step(const Comm& world) {
-    return run(world, [](Trainer<float>& t) { return t.step().seconds; });
+    return run(world, [](gpt2::Trainer<float>& t) { return t.step().seconds; });
   }
 };
 
 // One step of a trainer over all of `world`: the slowest rank's seconds. Collective.
-inline double step_seconds(const Comm& world, Trainer<float>& t) {
+inline double step_seconds(const Comm& world, gpt2::Trainer<float>& t) {
   return slowest(world, t.step().seconds);
 }
 
 // Tokens/s of the single process and of each parallel trainer, interleaved step by step, as a
 // table: one row per trainer, its speedup over the single process, and its step time over the
 // first parallel trainer's. Collective.
-inline void training_table(const Comm& world, double seconds, const TrainOptions& single_options,
-                           const std::vector<std::pair<std::string, Trainer<float>*>>& trainers) {
+inline void training_table(
+    const Comm& world, double seconds, const gpt2::Options& single_options,
+    const std::vector<std::pair<std::string, gpt2::Trainer<float>*>>& trainers) {
   SingleProcess single(world, single_options);
   std::vector<Variant> variants = machine_check_variants(world, check_gemm());
   variants.push_back([&] { return single.step(world); });

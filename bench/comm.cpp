@@ -19,7 +19,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
-#include <trident/io/cli.hpp>
+#include <trident/models/gpt2/cli.hpp>
 #include <trident/trident.hpp>
 #include <vector>
 

@@ -9,7 +9,7 @@
 // Ratio = ideal time / step time.
 #include <CLI/CLI.hpp>
 #include <cmath>
-#include <trident/io/cli.hpp>
+#include <trident/models/gpt2/cli.hpp>
 #include <trident/trident.hpp>
 
 #include "bench_util.hpp"
@@ -110,8 +110,8 @@ int main(int argc, char** argv) {
     require(world.size() == 1, "bench_model runs as one process (no mpiexec -n > 1)");
     configure_threads(world, 1);
 
-    const TrainOptions o = bench_options();
-    const GPTConfig& c = o.model;
+    const gpt2::Options o = bench_options();
+    const gpt2::Config& c = o.model;
     const int N = o.batch * c.seq, C = c.hidden;
     std::printf(
         "# bench_model: V=%d T=%d L=%d C=%d H=%d, batch %d (N=%d rows), float, 1 thread, %s "
@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
     head_rows(world, seconds, N, C, c.vocab);
 
     // Training next to the GEMM-bound ideal, interleaved step by step.
-    Trainer<float> trainer(world, o, TokenSource::synthetic(c.vocab));
+    gpt2::Trainer<float> trainer(world, o, TokenSource::synthetic(c.vocab));
     const auto plain = plain_engines(step_gemms(c, N));
     const double flops = step_flops(c, o.batch), tokens = double(N);
     require(std::abs(total_flops(step_gemms(c, N, false)) - flops) < 1e-6 * flops,

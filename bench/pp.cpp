@@ -29,7 +29,7 @@
 // Training rows: the bench model, global batch 8, m = 8: layers even, auto with 1F1B, auto with
 // ZB-H1, each next to the single process in the same run.
 #include <CLI/CLI.hpp>
-#include <trident/io/cli.hpp>
+#include <trident/models/gpt2/cli.hpp>
 #include <trident/trident.hpp>
 
 #include "bench_util.hpp"
@@ -51,12 +51,12 @@ struct Bubble {
 };
 
 // Median bubbles of `steps` steps (after a warm-up step) of a pipeline over the world.
-Bubble measure_bubble(const Comm& world, const TrainOptions& o, int steps, int cores) {
-  TrainOptions alone = o;
+Bubble measure_bubble(const Comm& world, const gpt2::Options& o, int steps, int cores) {
+  gpt2::Options alone = o;
   alone.mesh = {1, 1, 1};
   alone.pp_layers.clear();
   SingleProcess single(world, alone);
-  Trainer<float> t(world, o, TokenSource::synthetic(o.model.vocab));
+  gpt2::Trainer<float> t(world, o, TokenSource::synthetic(o.model.vocab));
   t.step();
   single.step(world);
   std::vector<double> spans, work;
@@ -66,8 +66,8 @@ Bubble measure_bubble(const Comm& world, const TrainOptions& o, int steps, int c
     for (const pp::Span& sp : r.spans) end = std::max(end, sp.end);
     const double compute = world.all_reduce_value(compute_seconds(r.spans));
     const double makespan = slowest(world, end);
-    const double w =
-        single.run(world, [](Trainer<float>& st) { return compute_seconds(st.step().spans); });
+    const double w = single.run(
+        world, [](gpt2::Trainer<float>& st) { return compute_seconds(st.step().spans); });
     spans.push_back(1 - compute / (world.size() * makespan));
     work.push_back(1 - w / (std::min(world.size(), cores) * makespan));
   }
@@ -75,7 +75,7 @@ Bubble measure_bubble(const Comm& world, const TrainOptions& o, int steps, int c
 }
 
 // The spans bubble of one step of t (collective).
-double step_bubble(const Comm& world, Trainer<float>& t) {
+double step_bubble(const Comm& world, gpt2::Trainer<float>& t) {
   const StepResult r = t.step();
   double end = 0;
   for (const pp::Span& sp : r.spans) end = std::max(end, sp.end);
@@ -87,13 +87,14 @@ double step_bubble(const Comm& world, Trainer<float>& t) {
 // activation peak in MiB (rank = stage).
 void zero_bubble_row(const Comm& world, int vocab, int m, int steps) {
   const int p = world.size();
-  std::vector<std::unique_ptr<Trainer<float>>> t;
+  std::vector<std::unique_ptr<gpt2::Trainer<float>>> t;
   for (pp::ScheduleKind kind : {pp::ScheduleKind::one_f_one_b, pp::ScheduleKind::zb_h1}) {
-    TrainOptions o = bench_options({1, p, 1}, m);
+    gpt2::Options o = bench_options({1, p, 1}, m);
     o.batch = 16;
     o.model.vocab = vocab;
     o.schedule = kind;
-    t.push_back(std::make_unique<Trainer<float>>(world, o, TokenSource::synthetic(o.model.vocab)));
+    t.push_back(
+        std::make_unique<gpt2::Trainer<float>>(world, o, TokenSource::synthetic(o.model.vocab)));
   }
   std::vector<double> bubble[2], peak(2, 0);
   for (auto& x : t) x->step();  // warm-up
@@ -158,7 +159,7 @@ int main(int argc, char** argv) {
       const double work_formula = 1 - std::min(1.0, double(p) * m / (c * (m + p - 1.0)));
       Bubble b[2];
       for (int k = 0; k < 2; ++k) {
-        TrainOptions o = bench_options({1, p, 1}, m);
+        gpt2::Options o = bench_options({1, p, 1}, m);
         o.batch = 16;
         o.schedule = pp::parse_schedule(schedule);
         o.pp_layers.assign(p, o.model.layers / p);  // equal layers, as the formula assumes
@@ -191,27 +192,27 @@ int main(int argc, char** argv) {
         zero_bubble_row(world, vocab, m, steps);
 
     // Throughput on the bench model (global batch 8), m = 8; for p = 2 also with V = 256.
-    TrainOptions even = bench_options({1, p, 1}, 8);
+    gpt2::Options even = bench_options({1, p, 1}, 8);
     even.schedule = pp::parse_schedule(schedule);
     even.pp_layers.assign(p, even.model.layers / p);  // 2+2 or 1+1+1+1
-    Trainer<float> t_even(world, even, TokenSource::synthetic(even.model.vocab));
+    gpt2::Trainer<float> t_even(world, even, TokenSource::synthetic(even.model.vocab));
     if (world.rank() == 0) std::printf("\n");
     if (p == 2) {
-      TrainOptions balanced = even;  // auto: the LM head weighs ~1.2 blocks, 3 + 1
+      gpt2::Options balanced = even;  // auto: the LM head weighs ~1.2 blocks, 3 + 1
       balanced.pp_layers.clear();
       balanced.schedule = pp::ScheduleKind::one_f_one_b;
-      TrainOptions zb = balanced;
+      gpt2::Options zb = balanced;
       zb.schedule = pp::ScheduleKind::zb_h1;
-      Trainer<float> t_balanced(world, balanced, TokenSource::synthetic(even.model.vocab));
-      Trainer<float> t_zb(world, zb, TokenSource::synthetic(even.model.vocab));
+      gpt2::Trainer<float> t_balanced(world, balanced, TokenSource::synthetic(even.model.vocab));
+      gpt2::Trainer<float> t_zb(world, zb, TokenSource::synthetic(even.model.vocab));
       training_table(world, train_seconds, bench_options(),
                      {{"PP=2, m=8, layers 2+2", &t_even},
                       {"PP=2, m=8, auto 1f1b", &t_balanced},
                       {"PP=2, m=8, auto zb-h1", &t_zb}});
       // The byte vocabulary: the LM head is cheap, so 2 + 2 layers are equal stages.
-      TrainOptions bytes = even, single = bench_options();
+      gpt2::Options bytes = even, single = bench_options();
       bytes.model.vocab = single.model.vocab = 256;
-      Trainer<float> t_bytes(world, bytes, TokenSource::synthetic(bytes.model.vocab));
+      gpt2::Trainer<float> t_bytes(world, bytes, TokenSource::synthetic(bytes.model.vocab));
       if (world.rank() == 0) std::printf("\n# the same with V=256 (equal stages)\n");
       training_table(world, train_seconds, single, {{"PP=2, m=8, V=256, 2+2", &t_bytes}});
     } else {

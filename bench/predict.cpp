@@ -12,7 +12,7 @@
 // mean over --steps steps (after one warm-up step) of the slowest rank's step.
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <trident/io/cli.hpp>
+#include <trident/models/gpt2/cli.hpp>
 #include <trident/plan/measured.hpp>
 #include <trident/plan/predict.hpp>
 #include <trident/trident.hpp>
@@ -33,7 +33,7 @@ void print_fits(const char* what, const Calibration::Calls& calls) {
 int main(int argc, char** argv) {
   return run_main(argc, argv, [](int argc, char** argv) {
     const Comm world = Comm::world();
-    GPTConfig model = plan::comparison_model();
+    gpt2::Config model = plan::comparison_model();
     int batch = plan::kComparisonBatch, steps = 3;
     CLI::App app{"Predicted (calibrated cost model) vs measured step time of zero_vs_3d's runs."};
     add_model_options(app, model);
@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
     for (const NamedRun& run : runs) validate(run.options, world.size());  // before any run
     Calibration cal;
     for (const NamedRun& run : runs) {
-      const TrainOptions& o = run.options;
+      const gpt2::Options& o = run.options;
       cal = calibrate_run(world, o, precision, &cal);
       const Prediction p = predict(o, precision, measured_machine(cal));
       const MeasuredRun m = measure_run<float, float>(world, o, data, steps);

@@ -10,7 +10,7 @@
 // Eigen GEMMs of the same local shapes. Times are the slowest rank's.
 // Training rows: the bench model (bench_util.hpp), the single process on world rank 0 alone.
 #include <CLI/CLI.hpp>
-#include <trident/io/cli.hpp>
+#include <trident/models/gpt2/cli.hpp>
 #include <trident/trident.hpp>
 
 #include "bench_util.hpp"
@@ -95,8 +95,8 @@ int main(int argc, char** argv) {
 
     const Comm self = world.split(world.rank(), 0, "self"), tp_comm = world.dup("tp");
     const Groups g{world, seconds, {&self, false}, {&tp_comm, false}};
-    const TrainOptions o = bench_options();
-    const GPTConfig& c = o.model;
+    const gpt2::Options o = bench_options();
+    const gpt2::Config& c = o.model;
     const int N = o.batch * c.seq, C = c.hidden, t = world.size();
     if (world.rank() == 0) {
       std::printf(
@@ -120,10 +120,10 @@ int main(int argc, char** argv) {
           "rank alone (1.00: a core per rank)\n",
           check);
 
-    TrainOptions tp2 = bench_options({2, 1, 1}), sp = tp2;
+    gpt2::Options tp2 = bench_options({2, 1, 1}), sp = tp2;
     sp.sequence_parallel = true;
-    Trainer<float> tp_trainer(world, tp2, TokenSource::synthetic(c.vocab));
-    Trainer<float> sp_trainer(world, sp, TokenSource::synthetic(c.vocab));
+    gpt2::Trainer<float> tp_trainer(world, tp2, TokenSource::synthetic(c.vocab));
+    gpt2::Trainer<float> sp_trainer(world, sp, TokenSource::synthetic(c.vocab));
     if (world.rank() == 0) std::printf("\n");
     training_table(world, train_seconds, o,
                    {{"TP=2", &tp_trainer}, {"TP=2, sequence parallel", &sp_trainer}});

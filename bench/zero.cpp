@@ -11,7 +11,7 @@
 // the communication that backward did not hide). Training: the bench model, one microbatch per
 // rank, the single process on world rank 0 alone, all variants interleaved step by step.
 #include <CLI/CLI.hpp>
-#include <trident/io/cli.hpp>
+#include <trident/models/gpt2/cli.hpp>
 #include <trident/train/formulas.hpp>
 #include <trident/trident.hpp>
 
@@ -22,15 +22,15 @@ using namespace bench;
 
 namespace {
 
-TrainOptions zero_options(int stage) {
-  TrainOptions o = bench_options({1, 1, 2});
+gpt2::Options zero_options(int stage) {
+  gpt2::Options o = bench_options({1, 1, 2});
   o.zero.stage = stage;
   return o;
 }
 
 // One stage's memory and traffic on this rank (both ranks are alike); one trainer alive at a time.
 void memory_row(const Comm& world, int stage) {
-  Trainer<float> t(world, zero_options(stage), TokenSource::synthetic(bench_model().vocab));
+  gpt2::Trainer<float> t(world, zero_options(stage), TokenSource::synthetic(bench_model().vocab));
   t.step();
   comm_stats().reset();
   memory_stats().reset_peaks();
@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
     require(world.size() == 2, "bench_zero runs on 2 ranks: mpiexec -n 2 ./bench_zero");
     configure_threads(world, 1);
 
-    const GPTConfig c = bench_model();
+    const gpt2::Config c = bench_model();
     if (world.rank() == 0) {
       std::printf(
           "# bench_zero: DP=2, 1 thread per rank; bench model V=%d T=%d L=%d C=%d H=%d "
@@ -81,11 +81,11 @@ int main(int argc, char** argv) {
     }
     for (int stage = 0; stage <= 3; ++stage) memory_row(world, stage);
 
-    std::vector<std::unique_ptr<Trainer<float>>> trainers;
-    std::vector<std::pair<std::string, Trainer<float>*>> rows;
+    std::vector<std::unique_ptr<gpt2::Trainer<float>>> trainers;
+    std::vector<std::pair<std::string, gpt2::Trainer<float>*>> rows;
     for (int stage = 0; stage <= 3; ++stage) {
-      trainers.push_back(std::make_unique<Trainer<float>>(world, zero_options(stage),
-                                                          TokenSource::synthetic(c.vocab)));
+      trainers.push_back(std::make_unique<gpt2::Trainer<float>>(world, zero_options(stage),
+                                                                TokenSource::synthetic(c.vocab)));
       rows.push_back({"DP=2, ZeRO-" + std::to_string(stage), trainers.back().get()});
     }
     if (world.rank() == 0) std::printf("\n");

@@ -6,7 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
-#include <trident/io/cli.hpp>
+#include <trident/models/gpt2/cli.hpp>
 #include <trident/trident.hpp>
 
 using namespace trident;

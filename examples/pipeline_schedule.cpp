@@ -15,7 +15,7 @@
 #include <cstdio>
 #include <string>
 #include <trident/io/chrome_trace.hpp>
-#include <trident/io/cli.hpp>
+#include <trident/models/gpt2/cli.hpp>
 #include <trident/pp/simulate.hpp>
 #include <trident/pp/svg.hpp>
 #include <trident/trident.hpp>

@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <trident/io/checkpoint.hpp>
 #include <trident/io/chrome_trace.hpp>
-#include <trident/io/cli.hpp>
 #include <trident/io/weights.hpp>
+#include <trident/models/gpt2/cli.hpp>
 #include <trident/pp/svg.hpp>
 #include <trident/train/report.hpp>
 #include <trident/trident.hpp>
@@ -23,7 +23,7 @@ using namespace trident;
 namespace {
 
 struct Flags {
-  TrainOptions o;
+  gpt2::Options o;
   int steps = 300, threads = 0, log_every = 1;
   double timeout = wait_tuning().timeout_seconds;  // TRIDENT_TIMEOUT or 600
   std::string dtype = "float", precision = "fp32", data = default_corpus(), schedule = "1f1b";
@@ -56,7 +56,7 @@ std::vector<int> parse_pp_layers(const std::string& text) {
 // Runs the whole training with compute type T and storage type S.
 template <class T, class S>
 int train(const Comm& world, Flags& f, TokenSource data) {
-  Trainer<T, S> t(world, f.o, data);
+  gpt2::Trainer<T, S> t(world, f.o, data);
   const Mesh<>& mesh = t.mesh();
   warn_if_tp_spans_nodes(mesh);
   if (!f.init.empty()) load_weights(t, f.init);
@@ -69,7 +69,7 @@ int train(const Comm& world, Flags& f, TokenSource data) {
                                : "resumed from %s at step %d\n",
                   from.empty() ? f.checkpoint_dir.c_str() : from.c_str(), t.steps_done());
   }
-  const TrainOptions& o = t.options();
+  const gpt2::Options& o = t.options();
   if (world.rank() == 0)
     std::printf(
         "trident train_gpt: %s | %lld parameters (L=%d C=%d H=%d V=%d T=%d) | batch %d x "
@@ -149,7 +149,7 @@ int train(const Comm& world, Flags& f, TokenSource data) {
     for (int s : skipped) std::printf(" %d", s);
     std::printf("\n");
   }
-  print_report(report, o);
+  print_report(report, t.model(), o);
   std::vector<std::string> names;
   for (int r = 0; r < world.size(); ++r) names.push_back("rank " + std::to_string(r));
   if (!f.trace.empty()) pp::write_chrome_trace(f.trace, timeline, names);
@@ -220,7 +220,7 @@ int main(int argc, char** argv) {
   return run_main(argc, argv, [](int argc, char** argv) {
     const Comm world = Comm::world();
     Flags f;
-    TrainOptions& o = f.o;
+    gpt2::Options& o = f.o;
     o.model = {256, 64, 4, 128, 4, 1337};
     o.batch = 16;
     o.optimizer.lr = 3e-3;

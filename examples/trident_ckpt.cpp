@@ -11,7 +11,8 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <trident/io/checkpoint_reader.hpp>
-#include <trident/io/cli.hpp>
+#include <trident/models/gpt2/cli.hpp>
+#include <trident/models/gpt2/gpt2.hpp>
 
 using namespace trident;
 
@@ -25,9 +26,9 @@ int inspect(const std::string& path) {
   const nlohmann::json& on = x.about.value("saved_on", nlohmann::json::object());
   std::printf("checkpoint %s: step %d\n", dir.c_str(), x.step);
   std::printf("saved on: %s\n", on.dump().c_str());
-  std::printf("model: V=%d T=%d L=%d C=%d H=%d | data seed %llu\n", x.model.vocab, x.model.seq,
-              x.model.layers, x.model.hidden, x.model.heads,
-              static_cast<unsigned long long>(x.data_seed));
+  const gpt2::Config m = gpt2::config_of(x.model);
+  std::printf("model: V=%d T=%d L=%d C=%d H=%d | data seed %llu\n", m.vocab, m.seq, m.layers,
+              m.hidden, m.heads, static_cast<unsigned long long>(x.data_seed));
   if (x.about.contains("optimizer"))
     std::printf("optimizer: %s\n", x.about["optimizer"].dump().c_str());
   std::uint64_t bytes = 0;
@@ -59,7 +60,7 @@ int export_weights(const std::string& path, const std::string& out) {
   require(!dir.empty(), path + ": no complete checkpoint in this directory");
   io::CheckpointReader r(dir);
   io::SafetensorsWriter w;
-  for (const UnitSpec& u : all_units(r.index().model))
+  for (const UnitSpec& u : gpt2::all_units(gpt2::config_of(r.index().model)))
     for (const ParamSpec& p : u.params) {
       const std::string name = (r.contains("master/" + p.name) ? "master/" : "param/") + p.name;
       if (r.tensor(name).dtype == io::DType::F64)
@@ -80,13 +81,14 @@ int import_weights(const std::string& in, const std::string& out_dir, int heads,
   const auto& wte = f.info("wte.weight").shape;
   require(wte.size() == 2 && f.info("wpe.weight").shape.size() == 2,
           in + ": wte.weight and wpe.weight must be matrices");
-  x.model = {int(wte[0]), int(f.info("wpe.weight").shape[0]), 0, int(wte[1]), heads, 0};
-  while (f.contains("h." + std::to_string(x.model.layers) + ".ln_1.weight")) ++x.model.layers;
-  x.model.validate();
+  gpt2::Config m = {int(wte[0]), int(f.info("wpe.weight").shape[0]), 0, int(wte[1]), heads, 0};
+  while (f.contains("h." + std::to_string(m.layers) + ".ln_1.weight")) ++m.layers;
+  m.validate();
+  x.model = gpt2::Model(m).describe();
   x.data_seed = data_seed;
   x.about = {{"imported_from", in}, {"saved_on", {{"world", 1}}}};
   io::SafetensorsWriter w;
-  for (const UnitSpec& u : all_units(x.model))
+  for (const UnitSpec& u : gpt2::all_units(m))
     for (const ParamSpec& p : u.params) {
       const bool f64 = f.info(p.name).dtype == io::DType::F64;
       const std::vector<double> values = trident::detail::read_as<double>(f, p.name, p.shape);
@@ -123,8 +125,7 @@ int import_weights(const std::string& in, const std::string& out_dir, int heads,
   io::fsync_path(tmp / "index.json");
   io::publish_checkpoint(tmp, final_dir, 0);
   std::printf("imported %s (V=%d T=%d L=%d C=%d H=%d) as %s: step 0, AdamW moments zero\n",
-              in.c_str(), x.model.vocab, x.model.seq, x.model.layers, x.model.hidden, heads,
-              final_dir.c_str());
+              in.c_str(), m.vocab, m.seq, m.layers, m.hidden, heads, final_dir.c_str());
   return 0;
 }
 

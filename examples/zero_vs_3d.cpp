@@ -15,7 +15,7 @@
 #include <fstream>
 #include <limits>
 #include <trident/io/bar_chart_svg.hpp>
-#include <trident/io/cli.hpp>
+#include <trident/models/gpt2/cli.hpp>
 #include <trident/plan/measured.hpp>
 #include <trident/plan/predict.hpp>
 #include <trident/trident.hpp>
@@ -46,7 +46,7 @@ void print_memory(const std::vector<Result>& results) {
   std::printf(
       "\nmemory per rank, MiB: measured (MemoryStats) / predicted. Model states: ZeRO §5.1, "
       "(2+2+K) Psi with Psi the stage's units padded to DP; activations: trident's buffers "
-      "(model/block.hpp) over the stage's schedule, peak\n");
+      "(models/gpt2/block.hpp) over the stage's schedule, peak\n");
   std::printf("%-20s %5s %9s %9s %9s %21s %21s %9s\n", "run", "stage", "params", "grads",
               "optimizer", "model states", "activations", "comm bufs");
   for (const Result& r : results)
@@ -161,7 +161,7 @@ void print_gpt3() {
   std::vector<Prediction> rows;
   std::vector<StagePrediction> mosts;
   for (const Shape& sh : shapes) {
-    TrainOptions o;
+    gpt2::Options o;
     o.model = {m.vocab, m.seq, m.layers, m.hidden, m.heads};
     o.mesh = sh.mesh;
     o.zero.stage = sh.zero;
@@ -278,7 +278,7 @@ void write_charts(const std::vector<Result>& results, const std::string& dir) {
 int main(int argc, char** argv) {
   return run_main(argc, argv, [](int argc, char** argv) {
     const Comm world = Comm::world();
-    GPTConfig model = plan::comparison_model();
+    gpt2::Config model = plan::comparison_model();
     int batch = plan::kComparisonBatch, steps = 3;
     std::string svg_dir = ".";
     CLI::App app{"ZeRO-3 next to 3D parallelism on one model and 8 ranks: measured and predicted."};

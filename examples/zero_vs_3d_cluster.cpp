@@ -19,8 +19,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <numeric>
-#include <trident/io/cli.hpp>
 #include <trident/mesh/topology.hpp>
+#include <trident/models/gpt2/cli.hpp>
 #include <trident/plan/inter_node.hpp>
 #include <trident/plan/measured.hpp>
 #include <trident/trident.hpp>
@@ -41,7 +41,7 @@ struct Row {
   double axis_s[3] = {};  // measured seconds per step in TP's, PP's, DP's calls, slowest rank
 };
 
-std::vector<NamedRun> cluster_runs(const GPTConfig& model, int batch) {
+std::vector<NamedRun> cluster_runs(const gpt2::Config& model, int batch) {
   return named_runs(model, batch,
                     {{"ZeRO-3 DP8", {1, 1, 8}, 3},
                      {"TP4-PP2 ZeRO-1", {4, 2, 1}, 1},
@@ -50,7 +50,7 @@ std::vector<NamedRun> cluster_runs(const GPTConfig& model, int batch) {
 }
 
 // Each rank's bytes per step per axis as the cost model predicts them (its stage's).
-std::vector<RankFigures> predicted_ranks(const TrainOptions& o, const Prediction& p) {
+std::vector<RankFigures> predicted_ranks(const gpt2::Options& o, const Prediction& p) {
   std::vector<RankFigures> ranks(std::size_t(o.mesh.product()));
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     const AxisFigures& b = p.stages[r / (o.mesh.tp * o.mesh.dp)].bytes;
@@ -177,7 +177,7 @@ int main(int argc, char** argv) {
     // traffic (two all-gathers and a reduce-scatter of every parameter, plan/inter_node.hpp)
     // outweighs the compute, as on a real cluster, whose accelerators compute far more per byte of
     // link than these 2 cores
-    GPTConfig model = plan::comparison_model();
+    gpt2::Config model = plan::comparison_model();
     model.layers = 4, model.hidden = 768, model.seq = 16;
     int batch = plan::kComparisonBatch, steps = 3;
     CLI::App app{"ZeRO-3 next to 3D parallelism on 2 emulated nodes x 4 ranks and a slow link."};

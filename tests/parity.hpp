@@ -1,4 +1,4 @@
-// tests/parity.hpp: a parallel Trainer against the single-process ReferenceGPT on the same
+// tests/parity.hpp: a parallel Trainer against the single-process gpt2::ReferenceGPT on the same
 // data and the same initial weights: the loss of every step, and every parameter after the
 // steps, compared element by element on the rank that holds it.
 #pragma once
@@ -7,8 +7,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include <trident/model/reference.hpp>
-#include <trident/train/trainer.hpp>
+#include <trident/models/gpt2/gpt2.hpp>
+#include <trident/models/gpt2/reference.hpp>
 
 #include "mpi_test.hpp"
 
@@ -16,8 +16,8 @@ namespace trident::test {
 
 // The small model of the parity tests: a vocab of 67 is divisible by no TP size, so the
 // padding of the vocab-parallel layers is always exercised.
-inline TrainOptions small_options(MeshShape mesh, int layers = 4) {
-  TrainOptions o;
+inline gpt2::Options small_options(MeshShape mesh, int layers = 4) {
+  gpt2::Options o;
   o.model.vocab = 67;
   o.model.seq = 16;
   o.model.layers = layers;
@@ -50,15 +50,15 @@ struct Tolerance {
 
 // Runs `steps` steps of both and checks losses and parameters.
 template <class T, class S = T>
-void check_parity(const Comm& comm, const TrainOptions& o, int steps, double tol) {
+void check_parity(const Comm& comm, const gpt2::Options& o, int steps, double tol) {
   check_parity<T, S>(comm, o, steps, Tolerance{tol, tol * 10, tol, false});
 }
 
 template <class T, class S = T>
-void check_parity(const Comm& comm, const TrainOptions& o, int steps, Tolerance tol) {
+void check_parity(const Comm& comm, const gpt2::Options& o, int steps, Tolerance tol) {
   const TokenSource data = TokenSource::synthetic(o.model.vocab);
-  Trainer<T, S> trainer(comm, o, data);
-  ReferenceGPT<T> ref(o.model);
+  gpt2::Trainer<T, S> trainer(comm, o, data);
+  gpt2::ReferenceGPT<T> ref(o.model);
   for (int s = 0; s < steps; ++s) {
     const StepResult r = trainer.step();
     const Microbatch batch = sample_rows(data, o.data_seed, s, 0, o.batch, o.model.seq);
@@ -77,11 +77,9 @@ void check_parity(const Comm& comm, const TrainOptions& o, int steps, Tolerance 
       const T* p = st.params(u);
       // each element once in the whole-model norms: one TP rank for replicated tensors, one
       // DP replica, the first stage's copy of the tied embedding
-      const bool tied_copy = trainer.chunk(c).spec().head && !trainer.chunk(c).spec().embedding;
       auto counted = [&](const LocalParam& lp) {
         return trainer.mesh().coord().dp == 0 &&
-               !(lp.tp_replicated() && trainer.mesh().coord().tp != 0) &&
-               !(tied_copy && st.layout(u).name == "wte");
+               !(lp.tp_replicated() && trainer.mesh().coord().tp != 0) && !trainer.tied_copy(c, u);
       };
       for (const LocalParam& lp : st.layout(u).params) {
         const std::vector<T>& want = ref.params().at(lp.spec.name);

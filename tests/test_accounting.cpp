@@ -6,6 +6,7 @@
 //  - TP: per block and microbatch 2 all-reduces of b*s*h in forward and 2 in backward
 //    (Megatron-LM §3); with SP an all-gather and a reduce-scatter of the same bytes instead.
 //  - PP: b*s*h per microbatch per stage boundary sent, none between chunks of one rank (PP = 1).
+#include <trident/models/gpt2/gpt2.hpp>
 #include <trident/train/formulas.hpp>
 
 #include "parity.hpp"
@@ -14,8 +15,8 @@ using namespace trident;
 
 namespace {
 template <class T, class S = T>
-std::unique_ptr<Trainer<T, S>> trainer(const Comm& comm, TrainOptions o) {
-  return std::make_unique<Trainer<T, S>>(comm, o, TokenSource::synthetic(o.model.vocab));
+std::unique_ptr<gpt2::Trainer<T, S>> trainer(const Comm& comm, gpt2::Options o) {
+  return std::make_unique<gpt2::Trainer<T, S>>(comm, o, TokenSource::synthetic(o.model.vocab));
 }
 double held(MemoryKind k) {
   return double(memory_stats().current(k));
@@ -26,7 +27,7 @@ TEST_CASE("model-state memory per rank equals the ZeRO paper's formula, fp32 and
   TRIDENT_RANKS(4, comm);
   for (int stage = 0; stage <= 3; ++stage)
     for (bool mixed : {false, true}) {
-      TrainOptions o = test::small_options({2, 1, 2});
+      gpt2::Options o = test::small_options({2, 1, 2});
       o.zero = ZeroPolicy{stage};
       INFO("ZeRO-" << stage << (mixed ? " bf16" : " fp32"));
       auto check = [&](auto& t, double P, double K) {
@@ -54,7 +55,7 @@ TEST_CASE("model-state memory per rank equals the ZeRO paper's formula, fp32 and
 TEST_CASE("DP traffic per step: 2 Psi for ZeRO 0-2 and 3 Psi for ZeRO-3, counted by CommStats") {
   TRIDENT_RANKS(4, comm);
   for (int stage = 0; stage <= 3; ++stage) {
-    TrainOptions o = test::small_options({1, 2, 2});
+    gpt2::Options o = test::small_options({1, 2, 2});
     o.zero = ZeroPolicy{stage};
     o.batch = 4;
     auto t = trainer<double>(comm, o);
@@ -82,7 +83,7 @@ TEST_CASE(
   TRIDENT_RANKS(2, comm);
   double volume[2] = {0, 0}, sync = 0;
   for (bool sp : {false, true}) {
-    TrainOptions o = test::small_options({2, 1, 1});
+    gpt2::Options o = test::small_options({2, 1, 1});
     o.sequence_parallel = sp;
     o.microbatches = 2;
     o.batch = 4;
@@ -131,7 +132,7 @@ TEST_CASE("the cost of ZeRO-2/3's choices with m microbatches: DP bytes and grad
                             {ZeroPolicy{2, GradReduce::per_step}, 1 + 1.0},
                             {ZeroPolicy{3, GradReduce::per_step, true}, 1 + 1.0}};
   for (const Choice& c : choices) {
-    TrainOptions o = test::small_options({1, 1, 2});
+    gpt2::Options o = test::small_options({1, 1, 2});
     o.zero = c.zero;
     o.microbatches = m;
     o.batch = 2 * m;
@@ -180,7 +181,7 @@ TEST_CASE("PP traffic: b*s*h per microbatch and stage boundary sent; none when P
   for (int p : {1, 2}) {  // interleaved, v = 2: PP = 1 keeps both chunks on one rank
     auto one = test::first_ranks(p, test::current_test_name());  // collective over the world
     if (!one) continue;
-    TrainOptions o = test::small_options({1, p, 1});
+    gpt2::Options o = test::small_options({1, p, 1});
     o.schedule = pp::ScheduleKind::interleaved;
     o.virtual_stages = 2;
     o.microbatches = 2;

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include <trident/io/checkpoint.hpp>
+#include <trident/models/gpt2/gpt2.hpp>
 
 #include "parity.hpp"
 
@@ -27,8 +28,8 @@ std::string fresh_dir(const Comm& comm, const std::string& name) {
   return dir.string();
 }
 
-TrainOptions options(MeshShape mesh, int zero, int microbatches = 1) {
-  TrainOptions o = test::small_options(mesh);
+gpt2::Options options(MeshShape mesh, int zero, int microbatches = 1) {
+  gpt2::Options o = test::small_options(mesh);
   o.zero.stage = zero;
   o.microbatches = microbatches;
   o.optimizer.warmup = 2;
@@ -43,9 +44,9 @@ struct Run {
 
 // Trains to step kSteps: from the checkpoint `resume` (if any), saving into `dir` at kSaveAt.
 template <class T, class S = T>
-Run train(const Comm& comm, const TrainOptions& o, const std::string& resume,
+Run train(const Comm& comm, const gpt2::Options& o, const std::string& resume,
           const std::string& dir = "") {
-  Trainer<T, S> t(comm, o, TokenSource::synthetic(o.model.vocab));
+  gpt2::Trainer<T, S> t(comm, o, TokenSource::synthetic(o.model.vocab));
   if (!resume.empty()) load_checkpoint(t, resume);
   Run r;
   while (t.steps_done() < kSteps) {
@@ -78,12 +79,12 @@ void check_losses(const Run& whole, const Run& resumed, double tol) {
 
 // Saves at step 5 on `from`, resumes on each of `to` (each on the first ranks it needs):
 // steps 6-10 match the uninterrupted run to 1e-10 (double).
-void check_resharding(const Comm& comm, const TrainOptions& from,
-                      const std::vector<TrainOptions>& to, const std::string& name) {
+void check_resharding(const Comm& comm, const gpt2::Options& from,
+                      const std::vector<gpt2::Options>& to, const std::string& name) {
   const std::string dir = fresh_dir(comm, name);
   const Run whole = train<double>(comm, from, "", dir);
   const std::string saved = dir + "/" + io::checkpoint_name(kSaveAt);
-  for (const TrainOptions& o : to) {
+  for (const gpt2::Options& o : to) {
     const int n = o.mesh.product();
     Comm sub = comm.split(comm.rank() < n ? 0 : Comm::kUndefined, comm.rank(), "resume");
     if (!sub.valid()) continue;
@@ -96,7 +97,7 @@ void check_resharding(const Comm& comm, const TrainOptions& from,
 
 // Saves at step 5 and resumes on the same mesh: losses and parameters identical, bit for bit.
 template <class T, class S = T>
-void check_bitwise(const Comm& comm, const TrainOptions& o, const std::string& name) {
+void check_bitwise(const Comm& comm, const gpt2::Options& o, const std::string& name) {
   const std::string dir = fresh_dir(comm, name);
   const Run whole = train<T, S>(comm, o, "", dir);
   const Run resumed = train<T, S>(comm, o, dir);  // the directory: its newest checkpoint
@@ -121,19 +122,19 @@ TEST_CASE("resumed on the same mesh (TP2-PP2-DP2 ZeRO-1): float and bf16 bit for
 
 TEST_CASE("saved on PP2-DP2 ZeRO-3 interleaved, resumed on TP2-DP2 ZeRO-2 with SP, TP2-PP2 3+1") {
   TRIDENT_RANKS(4, comm);
-  TrainOptions from = options({1, 2, 2}, 3, 2);
+  gpt2::Options from = options({1, 2, 2}, 3, 2);
   from.schedule = pp::ScheduleKind::interleaved;
   from.virtual_stages = 2;
-  TrainOptions sp = options({2, 1, 2}, 2);
+  gpt2::Options sp = options({2, 1, 2}, 2);
   sp.sequence_parallel = true;
-  TrainOptions split = options({2, 2, 1}, 0, 2);
+  gpt2::Options split = options({2, 2, 1}, 0, 2);
   split.pp_layers = {3, 1};
   check_resharding(comm, from, {sp, split, options({1, 1, 1}, 1)}, "reshard4");
 }
 
 TEST_CASE("saved on DP2 ZeRO-2, resumed on PP2 1+3; DP2 ZeRO-3 bf16 resumed bit for bit") {
   TRIDENT_RANKS(2, comm);
-  TrainOptions split = options({1, 2, 1}, 0, 2);
+  gpt2::Options split = options({1, 2, 1}, 0, 2);
   split.pp_layers = {1, 3};
   check_resharding(comm, options({1, 1, 2}, 2), {split}, "reshard2");
   check_bitwise<float, bf16>(comm, options({1, 1, 2}, 3), "same2_bf16");
@@ -148,9 +149,9 @@ TEST_CASE("one process: resumed bit for bit (double, float)") {
 TEST_CASE("a directory resumes from its newest complete checkpoint; keep; damage is one Error") {
   TRIDENT_RANKS(2, comm);
   namespace fs = std::filesystem;
-  const TrainOptions o = options({1, 1, 2}, 1);
+  const gpt2::Options o = options({1, 1, 2}, 1);
   const std::string dir = fresh_dir(comm, "keep2");
-  Trainer<double> t(comm, o, TokenSource::synthetic(o.model.vocab));
+  gpt2::Trainer<double> t(comm, o, TokenSource::synthetic(o.model.vocab));
   for (int s = 1; s <= 3; ++s) {
     t.step();
     save_checkpoint(t, dir, 2);
@@ -161,12 +162,12 @@ TEST_CASE("a directory resumes from its newest complete checkpoint; keep; damage
   const auto kept = io::complete_checkpoints(dir);
   REQUIRE(kept.size() == 2);
   CHECK(kept[0].filename() == io::checkpoint_name(2));
-  Trainer<double> resumed(comm, o, TokenSource::synthetic(o.model.vocab));
+  gpt2::Trainer<double> resumed(comm, o, TokenSource::synthetic(o.model.vocab));
   CHECK(load_checkpoint(resumed, dir) == dir + "/" + io::checkpoint_name(3));
   CHECK(resumed.steps_done() == 3);
 
-  auto error_of = [&](const std::string& path, const TrainOptions& opts) {
-    Trainer<double> fresh(comm, opts, TokenSource::synthetic(opts.model.vocab));
+  auto error_of = [&](const std::string& path, const gpt2::Options& opts) {
+    gpt2::Trainer<double> fresh(comm, opts, TokenSource::synthetic(opts.model.vocab));
     try {
       load_checkpoint(fresh, path);
     } catch (const Error& e) {
@@ -175,12 +176,12 @@ TEST_CASE("a directory resumes from its newest complete checkpoint; keep; damage
     return std::string("no error");
   };
   const std::string step3 = dir + "/" + io::checkpoint_name(3);
-  TrainOptions wider = o;
+  gpt2::Options wider = o;
   wider.model.hidden = 64;
   CHECK(error_of(step3, wider)
-            .find("the checkpoint's model is V=67 T=16 L=4 C=32 H=8, this "
-                  "run's is V=67 T=16 L=4 C=64 H=8") != std::string::npos);
-  TrainOptions reseeded = o;
+            .find("the checkpoint's model is heads=8 hidden=32 layers=4 seq=16 vocab=67, this "
+                  "run's is heads=8 hidden=64 layers=4 seq=16 vocab=67") != std::string::npos);
+  gpt2::Options reseeded = o;
   reseeded.data_seed = 7;
   CHECK(error_of(step3, reseeded).find("--data-seed 42") != std::string::npos);
   CHECK(error_of(dir + "/nothing", o).find("no such checkpoint") != std::string::npos);
@@ -222,12 +223,12 @@ TEST_CASE("TRIDENT_FAULT arms one fault: its kind, rank and step") {
 
 TEST_CASE("a bf16 checkpoint loads into an fp32 run: the parameters are its master weights") {
   TRIDENT_RANKS(2, comm);
-  const TrainOptions o = options({1, 1, 2}, 1);
+  const gpt2::Options o = options({1, 1, 2}, 1);
   const std::string dir = fresh_dir(comm, "bf16_to_fp32");
-  Trainer<float, bf16> mixed(comm, o, TokenSource::synthetic(o.model.vocab));
+  gpt2::Trainer<float, bf16> mixed(comm, o, TokenSource::synthetic(o.model.vocab));
   mixed.step(), mixed.step();
   const std::string path = save_checkpoint(mixed, dir, 0);
-  const TrainOptions single = options({1, 1, 1}, 0);
+  const gpt2::Options single = options({1, 1, 1}, 0);
   Comm one = comm.split(comm.rank() == 0 ? 0 : Comm::kUndefined, 0, "one");
   // the masters, gathered over DP on the mixed run
   std::vector<std::vector<float>> masters;
@@ -239,7 +240,7 @@ TEST_CASE("a bf16 checkpoint loads into an fp32 run: the parameters are its mast
   }
   std::string plain_path;
   if (one.valid()) {
-    Trainer<float> plain(one, single, TokenSource::synthetic(single.model.vocab));
+    gpt2::Trainer<float> plain(one, single, TokenSource::synthetic(single.model.vocab));
     load_checkpoint(plain, path);
     CHECK(plain.steps_done() == 2);
     UnitStore<float>& ps = plain.chunk(0).store();
@@ -257,7 +258,8 @@ TEST_CASE("a bf16 checkpoint loads into an fp32 run: the parameters are its mast
   comm.broadcast(Span<std::uint64_t>(&length, 1), 0);
   plain_path.resize(length);
   comm.broadcast(Span<char>(plain_path.data(), length), 0);
-  Trainer<float, bf16> back(comm, options({1, 1, 2}, 3), TokenSource::synthetic(o.model.vocab));
+  gpt2::Trainer<float, bf16> back(comm, options({1, 1, 2}, 3),
+                                  TokenSource::synthetic(o.model.vocab));
   load_checkpoint(back, plain_path);
   CHECK(back.steps_done() == 3);
   io::CheckpointReader r(plain_path);

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include <trident/io/checkpoint_reader.hpp>
+#include <trident/models/gpt2/gpt2.hpp>
 
 #include "mpi_test.hpp"
 
@@ -97,7 +98,7 @@ fs::path make_checkpoint(const fs::path& dir) {
   w.set_metadata("format", "pt");
   w.write((dir / "shard.safetensors").string());
   io::CheckpointIndex x;
-  x.model = {11, 4, 1, 8, 2, 3};
+  x.model = gpt2::Model(gpt2::Config{11, 4, 1, 8, 2, 3}).describe();
   x.shards.push_back({"shard.safetensors", fs::file_size(dir / "shard.safetensors"),
                       io::file_checksum(dir / "shard.safetensors")});
   x.tensors["a"] = {

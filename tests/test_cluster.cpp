@@ -13,8 +13,8 @@ using namespace trident;
 
 namespace {
 // TP2-PP2-DP1 on 4 ranks, 1F1B: ranks 0, 1 (stage 0) on node 0, ranks 2, 3 (stage 1) on node 1.
-TrainOptions across_nodes(int hidden) {
-  TrainOptions o = test::small_options({2, 2, 1});
+gpt2::Options across_nodes(int hidden) {
+  gpt2::Options o = test::small_options({2, 2, 1});
   o.model.hidden = hidden;
   o.schedule = pp::ScheduleKind::one_f_one_b;
   o.microbatches = 2;
@@ -47,11 +47,11 @@ TEST_CASE("the bytes on the wire per step: TP, PP and ZeRO-3's DP across nodes, 
   TRIDENT_RANKS(4, comm);
   const plan::InterNode nodes{2};
   const plan::Precision doubles{"double", 8, 8, 16, 8};
-  TrainOptions tp4 = across_nodes(128), zero3 = tp4;
+  gpt2::Options tp4 = across_nodes(128), zero3 = tp4;
   tp4.mesh = {4, 1, 1}, tp4.microbatches = 1;
   zero3.mesh = {1, 1, 4}, zero3.microbatches = 1, zero3.zero = Zero<3>;
-  for (const TrainOptions& o : {across_nodes(128), tp4, zero3}) {
-    Trainer<double> t(comm, o, TokenSource::synthetic(o.model.vocab));
+  for (const gpt2::Options& o : {across_nodes(128), tp4, zero3}) {
+    gpt2::Trainer<double> t(comm, o, TokenSource::synthetic(o.model.vocab));
     t.step();  // connections set up
     const int steps = 3;
     const double before = world_wire_sent(comm);

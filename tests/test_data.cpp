@@ -6,7 +6,7 @@
 #include <fstream>
 #include <limits>
 
-#include <trident/train/trainer.hpp>
+#include <trident/models/gpt2/gpt2.hpp>
 
 #include "parity.hpp"
 
@@ -113,11 +113,11 @@ TEST_CASE("bad token files: one Error naming the file and the numbers") {
   std::vector<std::uint32_t> wide = ramp(100, 256);
   wide[50] = 299;
   const std::string path = write_file("vocab.bin", wide, 1);
-  TrainOptions o = test::small_options({1, 1, 1}, 2);
+  gpt2::Options o = test::small_options({1, 1, 1}, 2);
   o.model.vocab = 256;
   o.model.seq = 8;
   CHECK_THROWS_WITH_AS(
-      Trainer<double>(test::world(), o, TokenSource::from_file(path, 8)),
+      gpt2::Trainer<double>(test::world(), o, TokenSource::from_file(path, 8)),
       ("the data '" + path + "' has token ids up to 299, at or above the model's vocabulary of 256")
           .c_str(),
       Error);
@@ -127,7 +127,7 @@ TEST_CASE("bad token files: one Error naming the file and the numbers") {
 TEST_CASE("a host app's own Sampler: sampled and trained on exactly as the built-in source") {
   auto comm = test::first_ranks(1, test::current_test_name());
   if (!comm) return;
-  TrainOptions o = test::small_options({1, 1, 1}, 2);
+  gpt2::Options o = test::small_options({1, 1, 1}, 2);
   const TokenSource builtin = TokenSource::synthetic(o.model.vocab);
   int calls = 0;  // the trainer reaches the host's function, not a copy of the built-in
   const TokenSource host(
@@ -138,7 +138,7 @@ TEST_CASE("a host app's own Sampler: sampled and trained on exactly as the built
       });
   CHECK(!host.is_synthetic());
   CHECK(sample_rows(host, 3, 1, 2, 4, 16).inputs == sample_rows(builtin, 3, 1, 2, 4, 16).inputs);
-  Trainer<double> a(*comm, o, builtin), b(*comm, o, host);
+  gpt2::Trainer<double> a(*comm, o, builtin), b(*comm, o, host);
   calls = 0;
   for (int s = 0; s < 2; ++s) CHECK(a.step().loss == b.step().loss);
   CHECK(calls == 2 * o.batch);

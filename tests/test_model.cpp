@@ -4,15 +4,15 @@
 #include <cmath>
 #include <fstream>
 
-#include <trident/model/reference.hpp>
+#include <trident/models/gpt2/reference.hpp>
 
 #include "mpi_test.hpp"
 
 using namespace trident;
 
 TEST_CASE("whole model: every parameter's gradient against central finite differences") {
-  GPTConfig c{11, 5, 2, 8, 2, 3};  // vocab 11, seq 5, 2 layers, hidden 8, 2 heads
-  ReferenceGPT<double> model(c);
+  gpt2::Config c{11, 5, 2, 8, 2, 3};  // vocab 11, seq 5, 2 layers, hidden 8, 2 heads
+  gpt2::ReferenceGPT<double> model(c);
   const TokenSource data = TokenSource::synthetic(c.vocab);
   const Microbatch batch = sample_rows(data, 1, 0, 0, 3, c.seq);
   model.forward_backward(batch);
@@ -43,15 +43,16 @@ TEST_CASE("whole model: every parameter's gradient against central finite differ
 }
 
 TEST_CASE("initialisation by global index: a TP shard of a parameter is the slice of the whole") {
-  GPTConfig c{67, 16, 2, 32, 8, 11};
-  const UnitSpec unit = block_unit(c, 1);
+  gpt2::Config c{67, 16, 2, 32, 8, 11};
+  const UnitSpec unit = gpt2::block_unit(c, 1);
   const UnitLayout whole = layout_unit(unit, 1, 0);
   std::vector<double> full(whole.numel);
-  initialise_unit(whole, c, full.data());
+  auto init = [&](const ParamSpec& p, std::uint64_t g) { return gpt2::initial_value(c, p, g); };
+  initialise_unit(whole, init, full.data());
   for (int r = 0; r < 4; ++r) {
     const UnitLayout part = layout_unit(unit, 4, r);
     std::vector<double> mine(part.numel);
-    initialise_unit(part, c, mine.data());
+    initialise_unit(part, init, mine.data());
     for (std::size_t k = 0; k < part.params.size(); ++k) {
       const LocalParam &p = part.params[k], &w = whole.params[k];
       for (std::int64_t i = 0; i < p.layout.local_rows(); ++i)
@@ -62,15 +63,15 @@ TEST_CASE("initialisation by global index: a TP shard of a parameter is the slic
   }
   // GPT-2's scheme: std 0.02, residual projections 0.02 / sqrt(2 L), LayerNorm gain 1
   double s2 = 0, r2 = 0;
-  const LocalParam& qkv = whole.params[kQkvW];
-  const LocalParam& proj = whole.params[kMlpProjW];
+  const LocalParam& qkv = whole.params[gpt2::kQkvW];
+  const LocalParam& proj = whole.params[gpt2::kMlpProjW];
   for (std::size_t k = 0; k < qkv.numel; ++k) s2 += full[qkv.offset + k] * full[qkv.offset + k];
   for (std::size_t k = 0; k < proj.numel; ++k) r2 += full[proj.offset + k] * full[proj.offset + k];
   CHECK(std::sqrt(s2 / qkv.numel) == doctest::Approx(0.02).epsilon(0.05));
   CHECK(std::sqrt(r2 / proj.numel) ==
         doctest::Approx(0.02 / std::sqrt(2.0 * c.layers)).epsilon(0.05));
-  CHECK(full[whole.params[kLn1W].offset] == 1.0);
-  CHECK(full[whole.params[kLn1B].offset] == 0.0);
+  CHECK(full[whole.params[gpt2::kLn1W].offset] == 1.0);
+  CHECK(full[whole.params[gpt2::kLn1B].offset] == 0.0);
 }
 
 TEST_CASE("data: a row of the global batch depends only on (seed, step, row)") {

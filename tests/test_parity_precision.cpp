@@ -16,7 +16,7 @@ using namespace trident;
 
 TEST_CASE("float and bf16 mixed precision on TP2-PP2-DP2 (ZeRO-1 and ZeRO-3, m=2)") {
   TRIDENT_RANKS(8, comm);
-  TrainOptions o = test::small_options({2, 2, 2});
+  gpt2::Options o = test::small_options({2, 2, 2});
   o.microbatches = 2;
   for (int stage : {1, 3}) {
     o.zero = ZeroPolicy{stage};

@@ -15,7 +15,7 @@ TEST_CASE("TP=2, 4, 8 without and with sequence parallelism match the reference 
       auto comm = test::first_ranks(tp, test::current_test_name());
       if (!comm) continue;  // not among the first tp ranks (or too few ranks: recorded)
       INFO("TP=" << tp << (sp ? " with SP" : ""));
-      TrainOptions o = test::small_options({tp, 1, 1});
+      gpt2::Options o = test::small_options({tp, 1, 1});
       o.sequence_parallel = sp;
       test::check_parity<double>(*comm, o, 3, 1e-10);
     }

@@ -9,7 +9,7 @@ namespace {
 void run(int ranks, MeshShape mesh, ZeroPolicy zero, int m = 1, bool sp = false) {
   auto comm = test::first_ranks(ranks, test::current_test_name());
   if (!comm) return;
-  TrainOptions o = test::small_options(mesh);
+  gpt2::Options o = test::small_options(mesh);
   o.zero = zero;
   o.microbatches = m;
   o.sequence_parallel = sp;

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <trident/models/gpt2/gpt2.hpp>
 #include <trident/plan/predict.hpp>
-#include <trident/train/trainer.hpp>
 
 #include "mpi_test.hpp"
 
@@ -19,8 +19,8 @@ namespace {
 // A small model whose units are not multiples of DP (padding: a layer has C (12 C + 13)
 // elements, 2 x odd for C = 18) and whose vocabulary is not a multiple of TP (vocab padding);
 // TP = 4 and 8 need as many heads and hidden sizes they divide.
-TrainOptions options(MeshShape mesh, int zero, int microbatches = 1) {
-  TrainOptions o;
+gpt2::Options options(MeshShape mesh, int zero, int microbatches = 1) {
+  gpt2::Options o;
   const int heads = std::max(2, mesh.tp);
   o.model = {250, 12, 4, mesh.tp == 8 ? 24 : mesh.tp == 4 ? 20 : 18, heads, 3};
   o.mesh = mesh;
@@ -30,7 +30,7 @@ TrainOptions options(MeshShape mesh, int zero, int microbatches = 1) {
   return o;
 }
 
-std::string describe(const TrainOptions& o) {
+std::string describe(const gpt2::Options& o) {
   return "TP" + std::to_string(o.mesh.tp) + "-PP" + std::to_string(o.mesh.pp) + "-DP" +
          std::to_string(o.mesh.dp) + " ZeRO-" + std::to_string(o.zero.stage) +
          " m=" + std::to_string(o.microbatches) + " v=" + std::to_string(o.virtual_stages) + " " +
@@ -41,13 +41,13 @@ std::string describe(const TrainOptions& o) {
 
 // Builds the trainer and compares this rank's model states with the prediction for its stage.
 template <class T, class S>
-void check_model_states(const TrainOptions& o) {
+void check_model_states(const gpt2::Options& o) {
   auto comm = test::first_ranks(o.mesh.product(), test::current_test_name());
   if (!comm) return;
   const MemoryStats& mem = memory_stats();
   const double p0 = mem.current(MemoryKind::parameters), g0 = mem.current(MemoryKind::gradients),
                k0 = mem.current(MemoryKind::optimizer);
-  Trainer<T, S> t(*comm, o, TokenSource::synthetic(o.model.vocab));
+  gpt2::Trainer<T, S> t(*comm, o, TokenSource::synthetic(o.model.vocab));
   const ModelStateBytes predicted =
       stage_model_states(o, t.mesh().stage(), trident_precision<T, S>());
   INFO(describe(o) << (std::is_same_v<T, S> ? " float" : " bf16") << ", rank " << comm->rank());
@@ -57,10 +57,10 @@ void check_model_states(const TrainOptions& o) {
 }
 
 // One step: the activation peak and the bytes of each axis, against the prediction.
-void check_step(const TrainOptions& o) {
+void check_step(const gpt2::Options& o) {
   auto comm = test::first_ranks(o.mesh.product(), test::current_test_name());
   if (!comm) return;
-  Trainer<float, float> t(*comm, o, TokenSource::synthetic(o.model.vocab));
+  gpt2::Trainer<float, float> t(*comm, o, TokenSource::synthetic(o.model.vocab));
   const Precision p = trident_precision<float, float>();
   Calibration unit;  // any machine: only bytes are compared
   unit.gemm_flops = 1;
@@ -87,7 +87,7 @@ const MeshShape meshes4[] = {{1, 1, 4}, {2, 1, 2}, {1, 2, 2}, {2, 2, 1}, {4, 1, 
 TEST_CASE("model states: the cost model's bytes are MemoryStats' bytes on every rank") {
   // every mesh at every ZeRO stage, float or bf16 storage in turn (each stage sees both)
   auto check = [](const MeshShape& mesh, int zero, bool bf16_storage) {
-    const TrainOptions o = options(mesh, zero, mesh.pp > 1 ? 2 * mesh.pp : 1);
+    const gpt2::Options o = options(mesh, zero, mesh.pp > 1 ? 2 * mesh.pp : 1);
     if (bf16_storage)
       check_model_states<float, bf16>(o);
     else
@@ -99,7 +99,7 @@ TEST_CASE("model states: the cost model's bytes are MemoryStats' bytes on every 
   for (const MeshShape& mesh : meshes8)
     for (int zero = 0; zero <= 3; ++zero) check(mesh, zero, (zero + k) % 2), k += zero == 3;
   // the interleaved schedule: two chunks per rank, the head's copy of wte on the last stage
-  TrainOptions o = options({1, 2, 4}, 1, 4);
+  gpt2::Options o = options({1, 2, 4}, 1, 4);
   o.schedule = pp::ScheduleKind::interleaved;
   o.virtual_stages = 2;
   check_model_states<float, float>(o);
@@ -109,22 +109,22 @@ TEST_CASE("model states: the cost model's bytes are MemoryStats' bytes on every 
 TEST_CASE("one step: activation peak and bytes per axis as predicted") {
   check_step(options({1, 1, 4}, 3));
   check_step(options({2, 2, 1}, 0, 4));
-  TrainOptions gpipe = options({1, 2, 2}, 2, 3);
+  gpt2::Options gpipe = options({1, 2, 2}, 2, 3);
   gpipe.schedule = pp::ScheduleKind::gpipe;
   check_step(gpipe);
   check_step(options({1, 1, 8}, 3));
   check_step(options({2, 2, 2}, 1, 4));
   check_step(options({4, 1, 2}, 1));
-  TrainOptions rec = options({2, 2, 2}, 2, 4);
+  gpt2::Options rec = options({2, 2, 2}, 2, 4);
   rec.recompute = true;
   check_step(rec);
-  TrainOptions per_step = options({1, 2, 4}, 3, 4);
+  gpt2::Options per_step = options({1, 2, 4}, 3, 4);
   per_step.zero.reduce = GradReduce::per_step;
   check_step(per_step);
-  TrainOptions kept = options({1, 2, 4}, 3, 2);
+  gpt2::Options kept = options({1, 2, 4}, 3, 2);
   kept.zero.keep_gathered = true;
   check_step(kept);
-  TrainOptions inter = options({1, 2, 4}, 1, 4);
+  gpt2::Options inter = options({1, 2, 4}, 1, 4);
   inter.schedule = pp::ScheduleKind::interleaved;
   inter.virtual_stages = 2;
   check_step(inter);
@@ -144,7 +144,7 @@ TEST_CASE("fits and machines: least squares, one latency per batch, ring bytes o
 
   // GPT-3 175B on DGX A100s (rank = tp + TP (dp + DP pp), 8 GPUs per node): TP8 stays inside
   // a node, PP and DP cross; TP16 crosses; an all-reduce over the ring sends 2 (n-1)/n.
-  TrainOptions o;
+  gpt2::Options o;
   const ModelSpec m = preset("gpt3-175b");
   o.model = {m.vocab, m.seq, m.layers, m.hidden, m.heads};
   o.mesh = {8, 16, 8};

@@ -158,16 +158,16 @@ TEST_CASE(
     "only") {
   TRIDENT_RANKS(2, comm);
   auto peak = [&](bool sp, bool recompute) {
-    TrainOptions o = test::small_options({2, 1, 1});
+    gpt2::Options o = test::small_options({2, 1, 1});
     o.sequence_parallel = sp;
     o.recompute = recompute;
-    Trainer<double> t(comm, o, TokenSource::synthetic(o.model.vocab));
+    gpt2::Trainer<double> t(comm, o, TokenSource::synthetic(o.model.vocab));
     memory_stats().reset_peaks();
     const std::size_t before = memory_stats().current(MemoryKind::activations);
     t.step();
     return double(memory_stats().peak(MemoryKind::activations) - before);
   };
-  const TrainOptions o = test::small_options({2, 1, 1});
+  const gpt2::Options o = test::small_options({2, 1, 1});
   const double N = double(o.model.seq) * o.batch, C = o.model.hidden, L = o.model.layers, t = 2;
   // per block: x, x2 (n C) and four LayerNorm statistics (n); the head: its input and two
   // statistics: held for n = N / t rows instead of N (Korthikanti et al. 2022, §4.2.2)
@@ -185,9 +185,9 @@ TEST_CASE(
 
 TEST_CASE("TP-replicated parameters stay bit-identical on every TP rank, with SP") {
   TRIDENT_RANKS(4, comm);
-  TrainOptions o = test::small_options({4, 1, 1});
+  gpt2::Options o = test::small_options({4, 1, 1});
   o.sequence_parallel = true;
-  Trainer<double> t(comm, o, TokenSource::synthetic(o.model.vocab));
+  gpt2::Trainer<double> t(comm, o, TokenSource::synthetic(o.model.vocab));
   for (int s = 0; s < 3; ++s) t.step();
   UnitStore<double>& st = t.chunk(0).store();
   for (int u = 0; u < st.size(); ++u) {

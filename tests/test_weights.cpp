@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include <trident/io/weights.hpp>
+#include <trident/models/gpt2/gpt2.hpp>
 
 #include "parity.hpp"
 
@@ -36,22 +37,22 @@ TEST_CASE("save on TP2-PP2, load on TP2-DP2 with ZeRO-3: the same tensors, bit f
   TRIDENT_RANKS(4, comm);
   const std::string first = shared_path(comm, "a.safetensors"),
                     second = shared_path(comm, "b.safetensors");
-  TrainOptions a = test::small_options({2, 2, 1});
+  gpt2::Options a = test::small_options({2, 2, 1});
   const TokenSource data = TokenSource::synthetic(a.model.vocab);
-  Trainer<double> ta(comm, a, data);
+  gpt2::Trainer<double> ta(comm, a, data);
   ta.step();
   ta.step();
   save_weights(ta, first);
 
-  TrainOptions b = test::small_options({2, 1, 2});
+  gpt2::Options b = test::small_options({2, 1, 2});
   b.zero = Zero<3>;
-  Trainer<double> tb(comm, b, data);
+  gpt2::Trainer<double> tb(comm, b, data);
   load_weights(tb, first);
   save_weights(tb, second);
   if (comm.rank() == 0) {
     CHECK(bytes_of(first) == bytes_of(second));
     // and the saved tensors are the reference's after the same two steps
-    ReferenceGPT<double> ref(a.model);
+    gpt2::ReferenceGPT<double> ref(a.model);
     for (int s = 0; s < 2; ++s) {
       ref.forward_backward(sample_rows(data, a.data_seed, s, 0, a.batch, a.model.seq));
       ref.step(a.optimizer, s + 1);
@@ -71,14 +72,14 @@ TEST_CASE("save on TP2-PP2, load on TP2-DP2 with ZeRO-3: the same tensors, bit f
 TEST_CASE("--dump-grads on PP2-DP2 with ZeRO-2: the reference's gradients, loss and batch") {
   TRIDENT_RANKS(4, comm);
   const std::string path = shared_path(comm, "grads.safetensors");
-  TrainOptions o = test::small_options({1, 2, 2});
+  gpt2::Options o = test::small_options({1, 2, 2});
   o.zero = Zero<2>;
   o.microbatches = 2;
   const TokenSource data = TokenSource::synthetic(o.model.vocab);
-  Trainer<double> t(comm, o, data);
+  gpt2::Trainer<double> t(comm, o, data);
   const StepResult r = dump_gradients_and_step(t, data, path);
   if (comm.rank() == 0) {
-    ReferenceGPT<double> ref(o.model);
+    gpt2::ReferenceGPT<double> ref(o.model);
     const Microbatch batch = sample_rows(data, o.data_seed, 0, 0, o.batch, o.model.seq);
     const double loss = ref.forward_backward(batch);
     const io::SafetensorsReader file(path);
@@ -110,7 +111,7 @@ TEST_CASE("loading a file without a parameter is the same Error on every rank") 
     w.write(path);
   }
   comm.barrier();
-  Trainer<double> t(comm, test::small_options({2, 1, 1}), TokenSource::synthetic(67));
+  gpt2::Trainer<double> t(comm, test::small_options({2, 1, 1}), TokenSource::synthetic(67));
   std::string message;
   try {
     load_weights(t, path);

@@ -18,8 +18,8 @@
 #include "pp/simulate.hpp"
 #include "pp/svg.hpp"
 #include "zero/optimizer.hpp"
-#include "model/chunk.hpp"
-#include "model/reference.hpp"
+#include "model/decoder_stage.hpp"
+#include "models/gpt2/gpt2.hpp"
 #include "train/report.hpp"
 #include "plan/plan.hpp"
 // clang-format on

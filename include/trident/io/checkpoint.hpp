@@ -1,7 +1,7 @@
 // trident/io/checkpoint.hpp: the whole training state of a Trainer to and from a distributed
 // checkpoint (checkpoint_index.hpp, checkpoint_files.hpp), on any mesh.
 //
-// The state: per parameter (Hugging Face GPT-2 name) the parameters "param/NAME" (the stored
+// The state: per parameter (the model's name for it) the parameters "param/NAME" (the stored
 // type S), under mixed precision the fp32 master weights "master/NAME", AdamW's moments
 // "exp_avg/NAME" and "exp_avg_sq/NAME" (the compute type T); and the step, which is also the
 // position of the learning-rate schedule and of the data sampler (sampling is a pure function
@@ -9,9 +9,9 @@
 // counter-based too (model/init.hpp) and the model has no dropout.
 //
 // Saving: every rank writes the elements it owns — its ZeRO shard of each unit (all of it at
-// stage 0, on DP rank 0 only), TP rank 0 alone for TP-replicated tensors, the first stage's copy
-// of the tied embedding — as boxes of the global tensors (checkpoint_slices.hpp), in its own
-// shard file, in parallel, on a file system every rank sees. Loading: each rank assembles the
+// stage 0, on DP rank 0 only), TP rank 0 alone for TP-replicated tensors, the first copy of a
+// tied parameter (train/ties.hpp) — as boxes of the global tensors (checkpoint_slices.hpp), in its
+// own shard file, in parallel, on a file system every rank sees. Loading: each rank assembles the
 // global tensors of its units and keeps its block, as load_weights does; so any mesh, ZeRO stage
 // or precision reads any checkpoint.
 #pragma once
@@ -32,8 +32,8 @@ std::string dtype_name() {
 }
 
 // The index's description of the run (for people and trident-ckpt inspect).
-template <class T, class S>
-nlohmann::json describe_run(Trainer<T, S>& t) {
+template <class M, class T, class S>
+nlohmann::json describe_run(Trainer<M, T, S>& t) {
   const TrainOptions& o = t.options();
   return {{"saved_on",
            {{"world", t.mesh().world().size()},
@@ -42,7 +42,7 @@ nlohmann::json describe_run(Trainer<T, S>& t) {
             {"dp", o.mesh.dp},
             {"zero", o.zero.stage},
             {"virtual_stages", o.virtual_stages},
-            {"layer_split", layer_split(o)},
+            {"layer_split", layer_split(t.model(), o)},
             {"sequence_parallel", o.sequence_parallel},
             {"compute", dtype_name<T>()},
             {"stored", dtype_name<S>()}}},
@@ -59,7 +59,7 @@ nlohmann::json describe_run(Trainer<T, S>& t) {
             {"weight_decay", o.optimizer.weight_decay},
             {"clip", o.optimizer.clip}}},
           {"rng",
-           {{"init", {{"generator", "counter-based (seed, name, index)"}, {"seed", o.model.seed}}},
+           {{"init", {{"generator", "the model's initial_value (a pure function)"}}},
             {"data_sampler",
              {{"generator", "counter-based (seed, step, row)"},
               {"seed", o.data_seed},
@@ -68,15 +68,13 @@ nlohmann::json describe_run(Trainer<T, S>& t) {
 }
 
 // Adds this rank's pieces to its shard `w` and to `pieces` (JSON, for the index).
-template <class T, class S>
-void add_owned_pieces(Trainer<T, S>& t, io::SafetensorsWriter& w, nlohmann::json& pieces) {
+template <class M, class T, class S>
+void add_owned_pieces(Trainer<M, T, S>& t, io::SafetensorsWriter& w, nlohmann::json& pieces) {
   const MeshCoord me = t.mesh().coord();
   for (int c = 0; c < t.chunks(); ++c) {
     UnitStore<T, S>& st = t.chunk(c).store();
-    const bool tied_copy = t.chunk(c).spec().head && !t.chunk(c).spec().embedding;
     for (int u = 0; u < st.size(); ++u) {
-      if ((tied_copy && st.layout(u).name == "wte") || (!st.policy().shards_optimizer() && me.dp))
-        continue;
+      if (t.tied_copy(c, u) || (!st.policy().shards_optimizer() && me.dp)) continue;
       const std::size_t begin = st.owned_begin(u);
       for_each_param_in(
           st.layout(u), begin, begin + st.owned_size(u),
@@ -133,8 +131,8 @@ inline std::vector<std::string> all_gather_strings(const Comm& world, const std:
 
 // Writes the training state after t.steps_done() steps to DIR/step-N (atomically), keeping the
 // newest `keep` checkpoints (0: all). Returns the checkpoint's path. Collective.
-template <class T, class S>
-std::string save_checkpoint(Trainer<T, S>& t, const std::string& dir, int keep) {
+template <class M, class T, class S>
+std::string save_checkpoint(Trainer<M, T, S>& t, const std::string& dir, int keep) {
   const Comm& world = t.mesh().world();
   const int step = t.steps_done();
   const io::fs::path final_dir = io::fs::path(dir) / io::checkpoint_name(step);
@@ -169,7 +167,7 @@ std::string save_checkpoint(Trainer<T, S>& t, const std::string& dir, int keep) 
     if (world.rank() != 0) return;
     io::CheckpointIndex x;
     x.step = step;
-    x.model = t.options().model;
+    x.model = t.model().describe();
     x.data_seed = t.options().data_seed;
     x.about = detail::describe_run(t);
     for (int r = 0; r < world.size(); ++r) {
@@ -197,8 +195,8 @@ std::string save_checkpoint(Trainer<T, S>& t, const std::string& dir, int keep) 
 
 // Replaces the whole training state with the checkpoint at `path` (a checkpoint, or a directory
 // of them: the newest complete one). Returns the checkpoint read. Collective.
-template <class T, class S>
-std::string load_checkpoint(Trainer<T, S>& t, const std::string& path) {
+template <class M, class T, class S>
+std::string load_checkpoint(Trainer<M, T, S>& t, const std::string& path) {
   std::string found;
   int step = 0;
   detail::agreed(t.mesh().world(), [&] {
@@ -206,14 +204,14 @@ std::string load_checkpoint(Trainer<T, S>& t, const std::string& path) {
     if (found.empty()) fail(path + ": no complete checkpoint in this directory");
     io::CheckpointReader r(found);
     const io::CheckpointIndex& x = r.index();
-    const GPTConfig &m = x.model, &o = t.options().model;
-    auto s = [](const GPTConfig& c) {
-      return "V=" + std::to_string(c.vocab) + " T=" + std::to_string(c.seq) +
-             " L=" + std::to_string(c.layers) + " C=" + std::to_string(c.hidden) +
-             " H=" + std::to_string(c.heads);
+    const ModelDescription &m = x.model, o = t.model().describe();
+    auto s = [](const ModelDescription& d) {
+      std::string text;
+      for (const auto& [name, value] : d)
+        text += (text.empty() ? "" : " ") + name + "=" + std::to_string(value);
+      return text;
     };
-    if (s(m) != s(o))
-      fail(found + ": the checkpoint's model is " + s(m) + ", this run's is " + s(o));
+    if (m != o) fail(found + ": the checkpoint's model is " + s(m) + ", this run's is " + s(o));
     if (x.data_seed != t.options().data_seed)
       fail(found + ": the checkpoint was trained with --data-seed " + std::to_string(x.data_seed) +
            "; resume with the same seed to continue its data stream");
@@ -247,8 +245,8 @@ std::string load_checkpoint(Trainer<T, S>& t, const std::string& path) {
 // --resume: the checkpoint at `path`, or the newest in the directory `path`. With fresh_if_none,
 // a directory that holds none (or does not exist yet) leaves the trainer at step 0 and returns
 // "". Returns the checkpoint read. Collective.
-template <class T, class S>
-std::string resume_training(Trainer<T, S>& t, const std::string& path, bool fresh_if_none) {
+template <class M, class T, class S>
+std::string resume_training(Trainer<M, T, S>& t, const std::string& path, bool fresh_if_none) {
   bool none = false;
   detail::agreed(t.mesh().world(), [&] {
     std::error_code ec;

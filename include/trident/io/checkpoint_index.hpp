@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "../core/error.hpp"
-#include "../model/config.hpp"
+#include "../model/model.hpp"
 #include "safetensors_format.hpp"
 
 namespace trident::io {
@@ -42,8 +42,8 @@ struct CheckpointShard {
 };
 
 struct CheckpointIndex {
-  int step = 0;  // optimizer steps taken
-  GPTConfig model;
+  int step = 0;            // optimizer steps taken
+  ModelDescription model;  // the model's architecture (model/model.hpp, describe())
   std::uint64_t data_seed = 0;
   nlohmann::json about;  // mesh saved on, precision, optimizer, RNG: for people and inspect
   std::vector<CheckpointShard> shards;
@@ -62,9 +62,8 @@ inline std::string to_json(const CheckpointIndex& x) {
   j["format"] = "trident-checkpoint";
   j["version"] = 1;
   j["step"] = x.step;
-  const GPTConfig& m = x.model;
-  j["model"] = {{"vocab", m.vocab},   {"seq", m.seq},     {"layers", m.layers},
-                {"hidden", m.hidden}, {"heads", m.heads}, {"seed", m.seed}};
+  j["model"] = nlohmann::ordered_json::object();
+  for (const auto& [name, value] : x.model) j["model"][name] = value;
   j["data_seed"] = x.data_seed;
   j["about"] = x.about;
   for (const CheckpointShard& s : x.shards)
@@ -143,11 +142,9 @@ inline CheckpointIndex parse_index(const std::string& text, const std::string& w
     CheckpointIndex x;
     x.step = static_cast<int>(detail::whole(j.at("step"), "step", 1 << 30));
     const nlohmann::json& m = j.at("model");
-    auto field = [&](const char* k) {
-      return static_cast<int>(detail::whole(m.at(k), std::string("model ") + k, 1 << 30));
-    };
-    x.model = {field("vocab"), field("seq"), field("layers"), field("hidden"), field("heads"), 0};
-    x.model.seed = static_cast<std::uint64_t>(detail::whole(m.at("seed"), "model seed", INT64_MAX));
+    if (!m.is_object()) fail("\"model\" is not an object");
+    for (const auto& [name, value] : m.items())
+      x.model[name] = detail::whole(value, "model " + name, INT64_MAX);
     x.data_seed =
         static_cast<std::uint64_t>(detail::whole(j.at("data_seed"), "data_seed", INT64_MAX));
     x.about = j.value("about", nlohmann::json::object());

@@ -9,7 +9,6 @@
 
 #include "../core/comm.hpp"
 #include "../core/error.hpp"
-#include "../model/config.hpp"
 
 namespace trident {
 
@@ -22,15 +21,6 @@ inline void parse_command_line(CLI::App& app, int argc, char** argv, const Comm&
   } catch (const CLI::ParseError& e) {
     fail(std::string(e.what()) + " (run with --help for the flags)");
   }
-}
-
-// The model's shape flags: --layers, --hidden, --heads, --vocab, --seq.
-inline void add_model_options(CLI::App& app, GPTConfig& model) {
-  app.add_option("--layers", model.layers, "decoder blocks")->capture_default_str();
-  app.add_option("--hidden", model.hidden, "hidden size C")->capture_default_str();
-  app.add_option("--heads", model.heads, "attention heads")->capture_default_str();
-  app.add_option("--vocab", model.vocab, "vocabulary (256 for bytes)")->capture_default_str();
-  app.add_option("--seq", model.seq, "sequence length (= context)")->capture_default_str();
 }
 
 }  // namespace trident

@@ -1,5 +1,5 @@
-// trident/io/weights.hpp: a Trainer's parameters to and from safetensors files under Hugging
-// Face GPT-2 names, and the gradient dump of one step.
+// trident/io/weights.hpp: a Trainer's parameters to and from safetensors files under the
+// model's names (GPT-2's are Hugging Face's), and the gradient dump of one step.
 //
 // Saving gathers every tensor on world rank 0, which writes the file. Loading has every rank
 // read the file and keep its own block (its TP shard; its DP shard under ZeRO-3). Errors are
@@ -28,8 +28,9 @@ void agreed(const Comm& world, F&& f) {
 }
 
 template <class T>
-void add_tensors(io::SafetensorsWriter& w, const NamedTensors<T>& tensors, const GPTConfig& c) {
-  for (const UnitSpec& u : all_units(c))
+void add_tensors(io::SafetensorsWriter& w, const NamedTensors<T>& tensors,
+                 const std::vector<UnitSpec>& units) {
+  for (const UnitSpec& u : units)
     for (const ParamSpec& p : u.params) w.add(p.name, tensors.at(p.name).data(), p.shape);
 }
 
@@ -57,21 +58,21 @@ std::vector<T> read_as(const io::SafetensorsReader& r, const std::string& name,
 }  // namespace detail
 
 // Writes every parameter to `path` (from world rank 0). Collective.
-template <class T, class S>
-void save_weights(Trainer<T, S>& t, const std::string& path) {
+template <class M, class T, class S>
+void save_weights(Trainer<M, T, S>& t, const std::string& path) {
   const NamedTensors<T> params = collect_parameters(t);
   detail::agreed(t.mesh().world(), [&] {
     if (t.mesh().rank() != 0) return;
     io::SafetensorsWriter w;
-    detail::add_tensors(w, params, t.options().model);
+    detail::add_tensors(w, params, whole_model_units(t.model()));
     w.set_metadata("format", "pt");
     w.write(path);
   });
 }
 
 // Replaces the parameters (and resets the optimizer) with those of `path`. Collective.
-template <class T, class S>
-void load_weights(Trainer<T, S>& t, const std::string& path) {
+template <class M, class T, class S>
+void load_weights(Trainer<M, T, S>& t, const std::string& path) {
   detail::agreed(t.mesh().world(), [&] {
     const io::SafetensorsReader r(path);
     for (int c = 0; c < t.chunks(); ++c) {
@@ -90,8 +91,8 @@ void load_weights(Trainer<T, S>& t, const std::string& path) {
 // mean loss, the loss (scalar "loss") and the global batch ("inputs", "targets": int32
 // [batch, seq]) — what another framework needs to reproduce the step from the same weights.
 // Then applies the optimizer. Collective.
-template <class T, class S>
-StepResult dump_gradients_and_step(Trainer<T, S>& t, const TokenSource& data,
+template <class M, class T, class S>
+StepResult dump_gradients_and_step(Trainer<M, T, S>& t, const TokenSource& data,
                                    const std::string& path) {
   StepResult r = t.gradients_only();
   const NamedTensors<T> grads = collect_gradients(t);
@@ -99,16 +100,16 @@ StepResult dump_gradients_and_step(Trainer<T, S>& t, const TokenSource& data,
     if (t.mesh().rank() != 0) return;
     const TrainOptions& o = t.options();
     io::SafetensorsWriter w;
-    detail::add_tensors(w, grads, o.model);
+    detail::add_tensors(w, grads, whole_model_units(t.model()));
     const T loss = static_cast<T>(r.loss);
     w.add("loss", &loss, {});
-    std::vector<std::int32_t> inputs(std::size_t(o.batch) * o.model.seq), targets(inputs.size());
+    const int seq = t.model().seq();
+    std::vector<std::int32_t> inputs(std::size_t(o.batch) * seq), targets(inputs.size());
     for (int row = 0; row < o.batch; ++row)
-      data.sample(o.data_seed, t.steps_done(), row, o.model.seq,
-                  &inputs[std::size_t(row) * o.model.seq],
-                  &targets[std::size_t(row) * o.model.seq]);
-    w.add("inputs", inputs.data(), {o.batch, o.model.seq});
-    w.add("targets", targets.data(), {o.batch, o.model.seq});
+      data.sample(o.data_seed, t.steps_done(), row, seq, &inputs[std::size_t(row) * seq],
+                  &targets[std::size_t(row) * seq]);
+    w.add("inputs", inputs.data(), {o.batch, seq});
+    w.add("targets", targets.data(), {o.batch, seq});
     w.write(path);
   });
   t.apply_optimizer(r);

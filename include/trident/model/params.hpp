@@ -1,15 +1,10 @@
-// trident/model/params.hpp: the decoder's parameters, by Hugging Face GPT-2 name, grouped into
-// units and laid out on one tensor-parallel rank.
-//
-// Names and layouts are GPT-2's state dict (weights stored [in, out], as its Conv1D), so
-// weights move to and from PyTorch without renaming. Placements over TP are Megatron's
-// (Shoeybi et al. 2019, §3): QKV and FC column-parallel (output features sharded; QKV as three
-// sections so each rank holds its heads), the two projections row-parallel (input features
-// sharded), the word embedding vocab-parallel (rows, padded to a multiple of TP), the rest
-// replicated.
+// trident/model/params.hpp: a model's parameters as the training machinery sees them, for any
+// model — each parameter's name, global shape, placement over tensor parallelism, initialiser
+// and weight decay, grouped into units and laid out on one tensor-parallel rank.
 //
 // A unit is the granule of ZeRO (zero/): a group of parameters stored in one flat buffer,
-// partitioned over DP, gathered and reduced together. Units: "wte", "wpe", "h.{i}", "ln_f".
+// partitioned over DP, gathered and reduced together. A model declares its units per virtual
+// stage (model/model.hpp); the names are the model's own (they key checkpoints and weight files).
 #pragma once
 
 #include <cstddef>
@@ -17,87 +12,23 @@
 #include <vector>
 
 #include "../tensor/sharded_tensor.hpp"
-#include "config.hpp"
 #include "init.hpp"
 
 namespace trident {
 
 struct ParamSpec {
-  std::string name;                 // Hugging Face GPT-2 name, e.g. "h.3.attn.c_attn.weight"
+  std::string name;                 // the model's name, e.g. "h.3.attn.c_attn.weight"
   std::vector<std::int64_t> shape;  // global shape
   Placement tp;                     // placement over the tensor-parallel axis
   std::int64_t padded = 0;          // padded extent of the sharded dimension (vocab), 0 = none
-  Init init = Init::normal;
-  bool decay = true;  // AdamW weight decay: weights yes, biases and LayerNorm no
+  Init init = Init::normal;         // read by the model's initial_value
+  bool decay = true;                // AdamW weight decay: weights yes, biases and norms' gains no
 };
 
 struct UnitSpec {
   std::string name;
   std::vector<ParamSpec> params;
 };
-
-// Order of a block's parameters inside its unit (the index into UnitSpec::params).
-enum BlockParam {
-  kLn1W,
-  kLn1B,
-  kQkvW,
-  kQkvB,
-  kAttnProjW,
-  kAttnProjB,
-  kLn2W,
-  kLn2B,
-  kFcW,
-  kFcB,
-  kMlpProjW,
-  kMlpProjB,
-  kBlockParams
-};
-
-inline std::int64_t padded_vocab(const GPTConfig& c, int tp) {
-  return (c.vocab + tp - 1) / tp * tp;  // Megatron's make-vocab-size-divisible-by TP
-}
-
-inline UnitSpec wte_unit(const GPTConfig& c, int tp) {
-  return {"wte", {{"wte.weight", {c.vocab, c.hidden}, Placement::Shard(0), padded_vocab(c, tp)}}};
-}
-inline UnitSpec wpe_unit(const GPTConfig& c) {
-  return {"wpe", {{"wpe.weight", {c.seq, c.hidden}, Placement::Replicate()}}};
-}
-inline UnitSpec ln_f_unit(const GPTConfig& c) {
-  const std::int64_t C = c.hidden;
-  return {"ln_f",
-          {{"ln_f.weight", {C}, Placement::Replicate(), 0, Init::ones, false},
-           {"ln_f.bias", {C}, Placement::Replicate(), 0, Init::zeros, false}}};
-}
-inline UnitSpec block_unit(const GPTConfig& c, int layer) {
-  const std::int64_t C = c.hidden;
-  const std::string p = "h." + std::to_string(layer) + ".";
-  const Placement rep = Placement::Replicate();
-  auto bias = [&](std::string n, std::int64_t size, Placement pl) {
-    return ParamSpec{p + n, {size}, pl, 0, Init::zeros, false};
-  };
-  return {"h." + std::to_string(layer),
-          {{p + "ln_1.weight", {C}, rep, 0, Init::ones, false},
-           bias("ln_1.bias", C, rep),
-           {p + "attn.c_attn.weight", {C, 3 * C}, Placement::Shard(1, 3)},
-           bias("attn.c_attn.bias", 3 * C, Placement::Shard(0, 3)),
-           {p + "attn.c_proj.weight", {C, C}, Placement::Shard(0), 0, Init::residual_normal},
-           bias("attn.c_proj.bias", C, rep),
-           {p + "ln_2.weight", {C}, rep, 0, Init::ones, false},
-           bias("ln_2.bias", C, rep),
-           {p + "mlp.c_fc.weight", {C, 4 * C}, Placement::Shard(1)},
-           bias("mlp.c_fc.bias", 4 * C, Placement::Shard(0)),
-           {p + "mlp.c_proj.weight", {4 * C, C}, Placement::Shard(0), 0, Init::residual_normal},
-           bias("mlp.c_proj.bias", C, rep)}};
-}
-
-// Every parameter of the model, in unit order (the single-process view).
-inline std::vector<UnitSpec> all_units(const GPTConfig& c) {
-  std::vector<UnitSpec> units{wte_unit(c, 1), wpe_unit(c)};
-  for (int l = 0; l < c.layers; ++l) units.push_back(block_unit(c, l));
-  units.push_back(ln_f_unit(c));
-  return units;
-}
 
 // --- one unit on one TP rank ---------------------------------------------------------------
 
@@ -113,6 +44,9 @@ struct UnitLayout {
   std::string name;
   std::vector<LocalParam> params;
   std::size_t numel = 0;  // sum of the local params
+  // How often the stage reads the unit's parameters per microbatch in its forward and in its
+  // backward (ZeRO-3 gathers it that often; train/formulas.hpp), set by the stage.
+  int forward_reads = 1, backward_reads = 1;
 
   const LocalParam& find(const std::string& param) const {
     for (const LocalParam& p : params)
@@ -132,13 +66,13 @@ inline UnitLayout layout_unit(const UnitSpec& unit, int tp_size, int tp_rank) {
   return u;
 }
 
-// Writes the initial values of this rank's block of every parameter into `out` (unit numel).
-template <class T>
-void initialise_unit(const UnitLayout& u, const GPTConfig& c, T* out) {
+// Writes the initial values of this rank's block of every parameter into `out` (unit numel):
+// initial_value(spec, global element index) -> double, a pure function (model/init.hpp).
+template <class T, class InitialValue>
+void initialise_unit(const UnitLayout& u, InitialValue&& initial_value, T* out) {
   for (const LocalParam& p : u.params)
     fill_local(p.layout, out + p.offset, [&](std::int64_t g) {
-      return initial_value(p.spec.init, c.seed, p.spec.name, static_cast<std::uint64_t>(g),
-                           c.layers);
+      return initial_value(p.spec, static_cast<std::uint64_t>(g));
     });
 }
 

@@ -16,15 +16,10 @@
 #include <vector>
 
 #include "../core/error.hpp"
-#include "../model/config.hpp"
 #include "compute.hpp"
 #include "model_spec.hpp"
 
 namespace trident::plan {
-
-inline ModelSpec model_spec(const GPTConfig& c, std::string name = "trident") {
-  return {std::move(name), c.layers, c.hidden, c.heads, c.vocab, c.seq};
-}
 
 // Forward FLOPs of one sequence through a virtual stage's parts.
 struct StageCosts {
@@ -39,12 +34,11 @@ inline double virtual_stage_cost(const StageCosts& c, int g, int stages, int lay
   return layers * c.layer + (g == 0 ? c.embedding : 0) + (g == stages - 1 ? c.head : 0);
 }
 
-// Layers of each of `stages` virtual stages (at least 1 each), minimising the largest cost.
-inline std::vector<int> balanced_layer_split(const ModelSpec& m, int stages) {
-  const int L = m.layers;
+// Layers of each of `stages` virtual stages (at least 1 each) of a model of L layers costing c,
+// minimising the largest cost.
+inline std::vector<int> balanced_layer_split(const StageCosts& c, int L, int stages) {
   require(stages >= 1 && stages <= L, "balanced_layer_split: " + std::to_string(stages) +
                                           " stages for " + std::to_string(L) + " layers");
-  const StageCosts c = stage_costs(m);
   const double inf = std::numeric_limits<double>::infinity();
   // worst[g][l]: the least largest cost of placing l layers on stages 0..g; take[g][l]: stage g's
   std::vector<std::vector<double>> worst(stages, std::vector<double>(L + 1, inf));
@@ -59,6 +53,9 @@ inline std::vector<int> balanced_layer_split(const ModelSpec& m, int stages) {
   std::vector<int> split(stages);
   for (int g = stages - 1, l = L; g >= 0; l -= split[g], --g) split[g] = take[g][l];
   return split;
+}
+inline std::vector<int> balanced_layer_split(const ModelSpec& m, int stages) {
+  return balanced_layer_split(stage_costs(m), m.layers, stages);
 }
 
 }  // namespace trident::plan

@@ -28,10 +28,10 @@ struct MeasuredRun {
 // Builds the trainer, runs `warmup` steps, then `steps` measured ones (counters reset between).
 // Collective; the report is complete on world rank 0.
 template <class T, class S>
-MeasuredRun measure_run(const Comm& world, const TrainOptions& o, const TokenSource& data,
+MeasuredRun measure_run(const Comm& world, const gpt2::Options& o, const TokenSource& data,
                         int steps, int warmup = 1) {
   require(steps >= 1 && warmup >= 0, "measure_run: at least one measured step");
-  Trainer<T, S> t(world, o, data);
+  gpt2::Trainer<T, S> t(world, o, data);
   for (int s = 0; s < warmup; ++s) t.step();
   comm_stats().reset();
   memory_stats().reset_peaks();
@@ -57,7 +57,7 @@ MeasuredRun measure_run(const Comm& world, const TrainOptions& o, const TokenSou
 }
 
 // One rank's share of a microbatch of run `o` through a layer.
-inline LayerShape layer_shape(const TrainOptions& o) {
+inline LayerShape layer_shape(const gpt2::Options& o) {
   const ActivationShape a = activation_shape(o);
   const int t = o.mesh.tp;
   return {o.rows_per_microbatch(), o.model.seq,         o.model.hidden, o.model.hidden / t,
@@ -71,7 +71,7 @@ inline LayerShape layer_shape(const TrainOptions& o) {
 // gap is capped at 20 ms to keep the calibration to seconds: a rank waits longer for group members
 // the scheduler has not run after longer compute, so runs with fewer, longer gaps (pipelines
 // without TP) come out somewhat under-predicted. Collective; a few seconds.
-inline Calibration calibrate_run(const Comm& world, const TrainOptions& o, const Precision& p,
+inline Calibration calibrate_run(const Comm& world, const gpt2::Options& o, const Precision& p,
                                  const Calibration* previous = nullptr) {
   double working_set = 0;  // the largest stage's model states and activations, bytes per rank
   for (int stage = 0; stage < o.mesh.pp; ++stage)
@@ -96,12 +96,12 @@ inline Calibration calibrate_run(const Comm& world, const TrainOptions& o, const
 
 struct NamedRun {
   std::string name;  // "ZeRO-3 DP8"
-  TrainOptions options;
+  gpt2::Options options;
 };
 
 // The model and global batch the comparison below uses by default (L=8, C=256, H=8, V=4096,
 // T=128; 16 sequences).
-inline GPTConfig comparison_model() {
+inline gpt2::Config comparison_model() {
   return {4096, 128, 8, 256, 8, 1337};
 }
 inline constexpr int kComparisonBatch = 16;
@@ -112,11 +112,11 @@ struct RunShape {
   MeshShape mesh;
   int zero;
 };
-inline std::vector<NamedRun> named_runs(const GPTConfig& model, int batch,
+inline std::vector<NamedRun> named_runs(const gpt2::Config& model, int batch,
                                         std::initializer_list<RunShape> shapes) {
   std::vector<NamedRun> runs;
   for (const RunShape& s : shapes) {
-    TrainOptions o;
+    gpt2::Options o;
     o.model = model;
     o.mesh = s.mesh;
     o.zero.stage = s.zero;
@@ -130,7 +130,7 @@ inline std::vector<NamedRun> named_runs(const GPTConfig& model, int batch,
 
 // The comparison of examples/zero_vs_3d on 8 ranks, one model: pure ZeRO-3 over DP = 8, and
 // 3D meshes with ZeRO-1.
-inline std::vector<NamedRun> comparison_runs(const GPTConfig& model, int batch) {
+inline std::vector<NamedRun> comparison_runs(const gpt2::Config& model, int batch) {
   return named_runs(model, batch,
                     {{"ZeRO-3 DP8", {1, 1, 8}, 3},
                      {"TP2-PP2-DP2 ZeRO-1", {2, 2, 2}, 1},

@@ -120,7 +120,7 @@ struct MicrobatchWork {
   double layer_flops = 0, layer_linear_flops = 0, head_flops = 0, layer_fill = 0, head_fill = 0;
 };
 
-inline MicrobatchWork microbatch_work(const TrainOptions& o, const Precision& p) {
+inline MicrobatchWork microbatch_work(const gpt2::Options& o, const Precision& p) {
   const ActivationShape a = activation_shape(o);
   const double e = p.activation_bytes, tp = o.mesh.tp;
   MicrobatchWork w;
@@ -131,7 +131,7 @@ inline MicrobatchWork microbatch_work(const TrainOptions& o, const Precision& p)
   w.layer_flops = passes * layer_forward_flops(model_spec(o.model), a.B) / tp;
   w.layer_linear_flops = passes * 24 * a.N * a.C * a.C / tp;  // without attention's 4 B s^2 h
   w.head_flops = 3 * 2 * a.N * a.C * a.vocab_rows;
-  // model/block.hpp's buffers: activations (twice with recomputation) and temporaries
+  // models/gpt2/block.hpp's buffers: activations (twice with recomputation) and temporaries
   const double temps = a.N * a.C + a.n * a.C + 8 * a.N * a.Cl + a.N * a.C + 2 * a.n * a.C;
   w.layer_fill = (layer_activation_elements(a) * (o.recompute ? 2 : 1) + temps) * e;
   w.head_fill = (head_activation_elements(a) + 2 * a.N * a.C) * e;
@@ -139,7 +139,7 @@ inline MicrobatchWork microbatch_work(const TrainOptions& o, const Precision& p)
 }
 }  // namespace detail
 
-inline Prediction predict(const TrainOptions& o, const Precision& p, const Machine& machine) {
+inline Prediction predict(const gpt2::Options& o, const Precision& p, const Machine& machine) {
   validate(o, o.mesh.product());
   const int tp = o.mesh.tp, pp_size = o.mesh.pp, dp = o.mesh.dp, v = o.virtual_stages;
   const int m = o.microbatches;
@@ -262,7 +262,7 @@ inline Prediction predict(const TrainOptions& o, const Precision& p, const Machi
 // The calls a run makes, as (operation, group size): inside its microbatch loop (TP, PP,
 // ZeRO-2/3's per-microbatch reduce-scatters, ZeRO-3's gathers) and after it (the DP reductions
 // and all-gathers, the tied embedding, the loss and norm over the world).
-inline std::vector<std::pair<CommOp, int>> loop_calls(const TrainOptions& o) {
+inline std::vector<std::pair<CommOp, int>> loop_calls(const gpt2::Options& o) {
   const MeshShape& s = o.mesh;
   std::vector<std::pair<CommOp, int>> calls;
   if (s.tp > 1) calls.push_back({CommOp::all_reduce, s.tp});
@@ -273,7 +273,7 @@ inline std::vector<std::pair<CommOp, int>> loop_calls(const TrainOptions& o) {
     calls.push_back({CommOp::all_gather, s.dp});
   return calls;
 }
-inline std::vector<std::pair<CommOp, int>> after_calls(const TrainOptions& o) {
+inline std::vector<std::pair<CommOp, int>> after_calls(const gpt2::Options& o) {
   const MeshShape& s = o.mesh;
   std::vector<std::pair<CommOp, int>> calls{{CommOp::all_reduce, s.product()}};
   if (s.pp > 1) calls.push_back({CommOp::all_reduce, 2});

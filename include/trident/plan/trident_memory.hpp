@@ -5,14 +5,14 @@
 // The planner (memory.hpp) follows the papers; trident differs in ways the cost model must know
 // to predict MemoryStats to the byte:
 //  - Psi per pipeline stage, not the largest stage's: the first stage holds wte and wpe, the
-//    last ln_f and (PP > 1) its own copy of wte for the tied LM head (model/chunk.hpp);
+//    last ln_f and (PP > 1) its own copy of wte for the tied LM head (model/decoder_stage.hpp);
 //  - each ZeRO unit (wte, wpe, h.i, ln_f) is one flat buffer padded to a multiple of DP
 //    (zero/unit_store.hpp), so Psi is the sum of the padded units;
 //  - element sizes are trident's: S for parameters and gradients, K = 2 T for Adam's moments
 //    (+ T for master weights when S != T) — ZeRO's 2 + 2 + 12 for bf16/float, 4 + 4 + 8 for float;
-//  - activations are trident's own buffers in T (model/block.hpp, model/chunk.hpp), added at each
+//  - activations are trident's own buffers in T (models/gpt2/block.hpp, model/decoder_stage.hpp), added at each
 //    forward and freed at each backward of this stage's schedule (pp/schedule.hpp).
-// Unit sizes come from Megatron's split (model_spec.hpp), not from model/params.hpp, so that the
+// Unit sizes come from Megatron's split (model_spec.hpp), not from models/gpt2/params.hpp, so that the
 // test comparing the two has two independent sides.
 #pragma once
 
@@ -22,7 +22,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "../train/options.hpp"
+#include "../models/gpt2/trainer.hpp"
 #include "cluster.hpp"
 #include "memory.hpp"
 #include "model_spec.hpp"
@@ -54,7 +54,7 @@ struct ChunkUnits {
 };
 
 // The chunks pipeline rank `stage` runs (one per virtual stage, chunk c = virtual stage c p + s).
-inline std::vector<ChunkUnits> stage_chunks(const TrainOptions& o, int stage) {
+inline std::vector<ChunkUnits> stage_chunks(const gpt2::Options& o, int stage) {
   const ModelSpec m = model_spec(o.model);
   const std::vector<int> split = layer_split(o);
   const int p = o.mesh.pp, t = o.mesh.tp;
@@ -78,7 +78,7 @@ inline std::vector<ChunkUnits> stage_chunks(const TrainOptions& o, int stage) {
 }
 
 // Psi of a rank of `stage`: its padded units.
-inline double stage_parameters(const TrainOptions& o, int stage) {
+inline double stage_parameters(const gpt2::Options& o, int stage) {
   double psi = 0;
   for (const ChunkUnits& c : stage_chunks(o, stage))
     for (const UnitSize& u : c.units) psi += u.padded;
@@ -86,7 +86,7 @@ inline double stage_parameters(const TrainOptions& o, int stage) {
 }
 
 // ZeRO §5.1 (model_state_bytes) with trident's Psi and element sizes.
-inline ModelStateBytes stage_model_states(const TrainOptions& o, int stage, const Precision& p) {
+inline ModelStateBytes stage_model_states(const gpt2::Options& o, int stage, const Precision& p) {
   return model_state_bytes(stage_parameters(o, stage), o.zero.stage, o.mesh.dp, p);
 }
 
@@ -96,7 +96,7 @@ struct ActivationShape {
   double N = 0, n = 0, C = 0, Cl = 0, heads = 0, S = 0, B = 0, vocab_rows = 0;
 };
 
-inline ActivationShape activation_shape(const TrainOptions& o) {
+inline ActivationShape activation_shape(const gpt2::Options& o) {
   const double t = o.mesh.tp, B = o.rows_per_microbatch(), S = o.model.seq, N = B * S;
   const double vocab_rows = std::ceil(double(o.model.vocab) / t);  // padded vocab / t
   return {N,
@@ -109,14 +109,14 @@ inline ActivationShape activation_shape(const TrainOptions& o) {
           vocab_rows};
 }
 
-// model/block.hpp's BlockActivations: x, x2 (n C); LN stats (4 n); ln1, ln2 (N C); qkv (3 N Cl);
+// models/gpt2/block.hpp's BlockActivations: x, x2 (n C); LN stats (4 n); ln1, ln2 (N C); qkv (3 N Cl);
 // probs (B Hl S S); att (N Cl); fc, act (4 N Cl each).
 inline double layer_activation_elements(const ActivationShape& a) {
   return 2 * a.n * a.C + 4 * a.n + 2 * a.N * a.C + 3 * a.N * a.Cl + a.B * a.heads * a.S * a.S +
          a.N * a.Cl + 8 * a.N * a.Cl;
 }
 
-// The head's stash (model/chunk.hpp): LN_f input (n C), its stats (2 n), the head's input
+// The head's stash (model/decoder_stage.hpp): LN_f input (n C), its stats (2 n), the head's input
 // (N C) and the softmax (N x this rank's vocabulary rows).
 inline double head_activation_elements(const ActivationShape& a) {
   return a.n * a.C + 2 * a.n + a.N * a.C + a.N * a.vocab_rows;
@@ -133,7 +133,7 @@ inline double chunk_stash_elements(const ChunkUnits& c, const ActivationShape& a
 // forward adding its stash and each backward freeing it. Under full recomputation one layer's
 // activations come back for a while: during each layer's forward and its recomputation in the
 // backward, on top of what is held.
-inline double stage_activation_bytes(const TrainOptions& o, int stage, const Precision& p) {
+inline double stage_activation_bytes(const gpt2::Options& o, int stage, const Precision& p) {
   const ActivationShape a = activation_shape(o);
   const std::vector<ChunkUnits> chunks = stage_chunks(o, stage);
   const auto schedule =

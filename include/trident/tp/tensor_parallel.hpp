@@ -12,7 +12,7 @@
 #include <string>
 
 #include "../core/comm.hpp"
-#include "../model/config.hpp"
+#include "../core/error.hpp"
 
 namespace trident {
 
@@ -79,19 +79,5 @@ struct TensorParallel {
     return buffer;
   }
 };
-
-// Tensor parallelism's requirements on the model; the same Error on every rank.
-inline void validate_tensor_parallel(const GPTConfig& c, int tp, bool sequence_parallel) {
-  auto s = [](long long v) { return std::to_string(v); };
-  require(tp >= 1, "TP must be at least 1");
-  require(tp <= c.heads,
-          "TP=" + s(tp) + " is larger than the " + s(c.heads) + " attention heads to split");
-  require(c.heads % tp == 0,
-          "the " + s(c.heads) + " attention heads are not divisible by TP=" + s(tp));
-  require(c.hidden % tp == 0, "hidden size " + s(c.hidden) + " is not divisible by TP=" + s(tp));
-  if (sequence_parallel)
-    require(c.seq % tp == 0, "sequence parallelism needs the sequence length " + s(c.seq) +
-                                 " to be divisible by TP=" + s(tp));
-}
 
 }  // namespace trident

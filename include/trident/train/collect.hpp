@@ -1,4 +1,4 @@
-// trident/train/collect.hpp: whole tensors, by Hugging Face name, on world rank 0 — gathered
+// trident/train/collect.hpp: whole tensors, by the model's names, on world rank 0 — gathered
 // over TP (the shards of each parameter), DP (ZeRO's shards) and PP (the stages) — for saving
 // weights and dumping gradients.
 #pragma once
@@ -63,14 +63,13 @@ void send_to_first_stage(const Comm& pp, NamedTensors<T>& tensors) {
 // unit_values(chunk, unit) -> const T* to this rank's full local block of the unit (it may be
 // collective over DP: every rank calls it for every unit in the same order); done(chunk, unit)
 // after use. Returns the tensors on world rank 0 (empty elsewhere). Collective.
-template <class T, class S, class Values, class Done>
-NamedTensors<T> collect(Trainer<T, S>& trainer, Values&& unit_values, Done&& done) {
+template <class M, class T, class S, class Values, class Done>
+NamedTensors<T> collect(Trainer<M, T, S>& trainer, Values&& unit_values, Done&& done) {
   const Mesh<>& mesh = trainer.mesh();
   const bool keeper = mesh.coord().tp == 0 && mesh.coord().dp == 0;
   NamedTensors<T> out;
   for (int c = 0; c < trainer.chunks(); ++c) {
     auto& chunk = trainer.chunk(c);
-    const bool tied_copy = chunk.spec().head && !chunk.spec().embedding;
     for (int u = 0; u < chunk.store().size(); ++u) {
       const UnitLayout& layout = chunk.store().layout(u);
       const T* values = unit_values(c, u);
@@ -78,7 +77,7 @@ NamedTensors<T> collect(Trainer<T, S>& trainer, Values&& unit_values, Done&& don
         ShardedTensor<T> shard(p.layout);
         std::copy_n(values + p.offset, p.numel, shard.local().data());
         Matrix<T> full = all_gather(shard, mesh.tp());
-        if (keeper && !(tied_copy && layout.name == "wte")) out[p.spec.name] = std::move(full);
+        if (keeper && !trainer.tied_copy(c, u)) out[p.spec.name] = std::move(full);
       }
       done(c, u);
     }
@@ -89,16 +88,16 @@ NamedTensors<T> collect(Trainer<T, S>& trainer, Values&& unit_values, Done&& don
 }
 
 // All parameters on world rank 0. Collective.
-template <class T, class S>
-NamedTensors<T> collect_parameters(Trainer<T, S>& t) {
+template <class M, class T, class S>
+NamedTensors<T> collect_parameters(Trainer<M, T, S>& t) {
   return collect(
       t, [&](int c, int u) { return t.chunk(c).store().params(u); },
       [&](int c, int u) { t.chunk(c).store().release(u); });
 }
 
 // The DP-reduced gradients (after gradients_only()) on world rank 0. Collective.
-template <class T, class S>
-NamedTensors<T> collect_gradients(Trainer<T, S>& t) {
+template <class M, class T, class S>
+NamedTensors<T> collect_gradients(Trainer<M, T, S>& t) {
   std::vector<T> full;
   return collect(
       t,

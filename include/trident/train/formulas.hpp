@@ -22,8 +22,8 @@ struct ModelStates {
 
 // Psi of the ZeRO paper for this rank: elements of its model-parallel shard (units padded to a
 // multiple of DP).
-template <class T, class S>
-std::size_t local_parameters(Trainer<T, S>& t) {
+template <class M, class T, class S>
+std::size_t local_parameters(Trainer<M, T, S>& t) {
   std::size_t psi = 0;
   for (int c = 0; c < t.chunks(); ++c)
     for (int u = 0; u < t.chunk(c).store().size(); ++u) psi += t.chunk(c).store().padded(u);
@@ -33,8 +33,8 @@ std::size_t local_parameters(Trainer<T, S>& t) {
 // ZeRO paper §5.1 (Figure 1): per-rank model states (2 + 2 + K) Psi (stage 0), 4 Psi + K Psi / Nd
 // (1), 2 Psi + (2 + K) Psi / Nd (2), (2 + 2 + K) Psi / Nd (3), with the byte sizes of this run:
 // parameters and gradients in S, K = two moments (+ master weights when S != T) in T.
-template <class T, class S>
-ModelStates model_state_formula(Trainer<T, S>& t) {
+template <class M, class T, class S>
+ModelStates model_state_formula(Trainer<M, T, S>& t) {
   const double psi = double(local_parameters(t)), nd = t.mesh().shape().dp;
   const ZeroPolicy& z = t.options().zero;
   const double k = (std::is_same_v<T, S> ? 2.0 : 3.0) * sizeof(T);
@@ -45,7 +45,8 @@ ModelStates model_state_formula(Trainer<T, S>& t) {
   return m;
 }
 
-// Traffic of one step on each axis.
+// Traffic of one step on each axis, for a decoder of model/decoder_stage.hpp's structure (a
+// Megatron block per layer, an embedding, a head with the vocab-parallel cross-entropy).
 //  TP (Megatron-LM §3): per block and microbatch, 2 all-reduces of b s h elements in forward and
 //    2 in backward (sequence parallelism, Korthikanti et al. 2022 §4.2.2: an all-gather and a
 //    reduce-scatter of the same size instead); + 2 more per block with recomputation; the
@@ -57,27 +58,31 @@ ModelStates model_state_formula(Trainer<T, S>& t) {
 //    (none when PP = 1: the virtual stages of one rank hand over in memory).
 //  DP (ZeRO paper §7.2): stage 0 all-reduce of Psi; 1: reduce-scatter + all-gather of Psi;
 //    2: reduce-scatter (per microbatch: m times) + all-gather; 3: reduce-scatter, and each
-//    unit gathered before its forward and its backward (the embedding's backward needs no
-//    parameters; a tied wte in the same chunk is gathered for the embedding and the head).
-//  emb: the tied embedding's gradient (the part this rank holds), once per step.
-template <class T, class S>
-Traffic traffic_formula(Trainer<T, S>& t) {
+//    unit gathered as often as the stage reads it (UnitLayout's forward_reads, backward_reads:
+//    the embedding's backward needs no parameters; a tied unit read by the embedding and the
+//    head of one stage is gathered twice).
+//  emb: each tied parameter's gradient whose copies are on two ranks (the part this rank
+//    holds), once per step.
+template <class M, class T, class S>
+Traffic traffic_formula(Trainer<M, T, S>& t) {
   const TrainOptions& o = t.options();
   const int m = o.microbatches, tpn = o.mesh.tp, p = o.mesh.pp, v = o.virtual_stages;
   const bool sp = o.sequence_parallel && tpn > 1;
-  const double N = double(o.model.seq) * o.rows_per_microbatch(), C = o.model.hidden;
-  const double act = N * C * sizeof(T), rows = N * sizeof(T);
+  const double N = double(t.model().seq()) * o.rows_per_microbatch();
+  // the (N, C) activation handed between stages: the chunks' (n, C) times TP under SP
+  const double act = double(t.chunk(0).activation_size()) * (sp ? tpn : 1) * sizeof(T),
+               rows = N * sizeof(T);
   Traffic f;
   for (int c = 0; c < t.chunks(); ++c) {
-    const ChunkSpec& s = t.chunk(c).spec();
+    const StageSpec& s = t.chunk(c).spec();
     UnitStore<T, S>& st = t.chunk(c).store();
     if (tpn > 1) {
       // an all-reduce counts its buffer once; its SP replacement, all-gather + reduce-scatter,
       // counts it twice (the same traffic in the paper's units: 2 b s h either way)
       const double op = (sp ? 2 : 1) * act;
       double per_mb = s.layers * (4 + (o.recompute ? 2 : 0)) * op;
-      if (s.embedding) per_mb += op;
-      if (s.head) per_mb += op + 3 * rows;
+      if (s.first()) per_mb += op;
+      if (s.last()) per_mb += op + 3 * rows;
       f.tp += m * per_mb;
       if (sp) {
         double replicated = 0;  // TP-replicated elements of the reduced gradients held here
@@ -92,7 +97,7 @@ Traffic traffic_formula(Trainer<T, S>& t) {
         f.tp += replicated * sizeof(S);
       }
     }
-    const int g = c * p + t.mesh().stage();
+    const int g = s.index;
     // stage boundaries cross ranks when PP > 1; with PP = 1 the chunks hand over in memory
     const double boundary = p == 1 ? 0 : (g > 0 ? 1 : 0) + (g < p * v - 1 ? 1 : 0);
     f.pp += m * boundary * act / (sp ? tpn : 1);
@@ -100,11 +105,9 @@ Traffic traffic_formula(Trainer<T, S>& t) {
     double psi = 0, fwd_gathers = 0, bwd_gathers = 0;
     for (int u = 0; u < st.size(); ++u) {
       const double bytes = double(st.padded(u)) * sizeof(S);
-      const std::string& name = st.layout(u).name;
       psi += bytes;
-      fwd_gathers += bytes * ((name == "wte" && s.embedding && s.head) ? 2 : 1);
-      const bool embedding_only = s.embedding && (name == "wpe" || (name == "wte" && !s.head));
-      bwd_gathers += embedding_only ? 0 : bytes;
+      fwd_gathers += bytes * st.layout(u).forward_reads;
+      bwd_gathers += bytes * st.layout(u).backward_reads;
     }
     if (o.mesh.dp > 1) {
       const double reductions = (z.stage >= 2 && z.reduce == GradReduce::per_microbatch) ? m : 1;
@@ -113,9 +116,13 @@ Traffic traffic_formula(Trainer<T, S>& t) {
       if (z.stage == 3)
         f.dp += psi * reductions + (z.keep_gathered ? psi : m * (fwd_gathers + bwd_gathers));
     }
-    const int wte = st.find("wte");
-    if (wte >= 0 && p > 1) f.emb += double(st.reduced_grads(wte).size()) * sizeof(S);
   }
+  for (const LocalTie& tie : t.ties())
+    if (!tie.on_this_rank() && (tie.chunk >= 0 || tie.other_chunk >= 0)) {
+      const bool first = tie.chunk >= 0;
+      UnitStore<T, S>& st = t.chunk(first ? tie.chunk : tie.other_chunk).store();
+      f.emb += double(st.reduced_grads(first ? tie.unit : tie.other_unit).size()) * sizeof(S);
+    }
   return f;
 }
 

@@ -1,4 +1,5 @@
-// trident/train/options.hpp: everything that defines a training run, and its checks.
+// trident/train/options.hpp: everything that defines a training run but the model, and the
+// run's checks (the model checks itself: model/model.hpp).
 //
 // Every check is a pure function of the options and the world size, so each rank throws the
 // same Error (ARCHITECTURE: bad input never hangs).
@@ -12,17 +13,15 @@
 #include <vector>
 
 #include "../mesh/mesh.hpp"
-#include "../model/config.hpp"
+#include "../model/model.hpp"
 #include "../optim/adamw.hpp"
 #include "../plan/balance.hpp"
 #include "../pp/schedule.hpp"
-#include "../tp/tensor_parallel.hpp"
 #include "../zero/policy.hpp"
 
 namespace trident {
 
 struct TrainOptions {
-  GPTConfig model;
   MeshShape mesh;
   bool sequence_parallel = false;
   pp::ScheduleKind schedule = pp::ScheduleKind::one_f_one_b;
@@ -43,8 +42,9 @@ struct TrainOptions {
 
 // Layers of each virtual stage: the explicit split, or (`--pp-layers auto`) the one that balances
 // the virtual stages' cost, the embedding and the LM head counted (plan/balance.hpp).
-inline std::vector<int> layer_split(const TrainOptions& o) {
-  const int stages = o.virtual_stage_count(), L = o.model.layers;
+template <class M>
+std::vector<int> layer_split(const M& model, const TrainOptions& o) {
+  const int stages = o.virtual_stage_count(), L = model.layers();
   auto s = [](long long v) { return std::to_string(v); };
   if (!o.pp_layers.empty()) {
     require(static_cast<int>(o.pp_layers.size()) == stages,
@@ -60,14 +60,15 @@ inline std::vector<int> layer_split(const TrainOptions& o) {
           "PP=" + s(o.mesh.pp) +
               (o.virtual_stages > 1 ? " x " + s(o.virtual_stages) + " virtual stages" : "") +
               " needs at least " + s(stages) + " layers, but the model has " + s(L));
-  return plan::balanced_layer_split(plan::model_spec(o.model), stages);
+  return plan::balanced_layer_split(model.stage_costs(), L, stages);
 }
 
-inline void validate(const TrainOptions& o, int world_size) {
+template <class M>
+void validate(const M& model, const TrainOptions& o, int world_size) {
   auto s = [](long long v) { return std::to_string(v); };
-  o.model.validate();
   Mesh<>::validate(o.mesh, world_size);
-  validate_tensor_parallel(o.model, o.mesh.tp, o.sequence_parallel);
+  const int rows = o.microbatches >= 1 ? o.rows_per_microbatch() : o.batch;  // checked below
+  model.validate(ModelRun{o.mesh.tp, o.sequence_parallel, rows});
   require(o.virtual_stages >= 1, "--virtual-stages must be at least 1, got " + s(o.virtual_stages));
   require(o.virtual_stages == 1 || o.schedule == pp::ScheduleKind::interleaved,
           std::string("virtual stages need the interleaved schedule (") +
@@ -76,7 +77,7 @@ inline void validate(const TrainOptions& o, int world_size) {
           "zb-h1 cannot honour --recompute: its W pass (weight gradients) runs after B and needs "
           "the block activations that full recomputation drops after B; use 1f1b with "
           "--recompute");
-  layer_split(o);
+  layer_split(model, o);
   require(o.microbatches >= 1, "microbatches must be at least 1");
   pp::validate({o.schedule, o.mesh.pp, o.microbatches, o.virtual_stages});
   require(o.batch >= 1, "the global batch must be at least 1 sequence");
@@ -84,12 +85,6 @@ inline void validate(const TrainOptions& o, int world_size) {
           "the global batch of " + s(o.batch) + " sequences is not divisible by DP=" +
               s(o.mesh.dp) + " x " + s(o.microbatches) + " microbatches");
   o.zero.validate();
-  // the widest activation of a microbatch: logits (V), the MLP (4C) or attention scores (H T)
-  const long long rows = o.rows_per_microbatch(), T = o.model.seq,
-                  wide = std::max({1LL * o.model.vocab, 4LL * o.model.hidden, o.model.heads * T});
-  require(rows * T * wide <= GPTConfig::kMaxElements,
-          "a microbatch's activations (" + s(rows) + " sequences x " + s(T) + " tokens x " +
-              s(wide) + ") have more than 2^31 - 1 elements");
   char lr[32];
   std::snprintf(lr, sizeof lr, "%g", o.optimizer.lr);
   require(std::isfinite(o.optimizer.lr) && o.optimizer.lr > 0,

@@ -35,8 +35,8 @@ struct RunReport {
 
 // Measures spans and CommStats over `steps` steps (the caller resets the counters before them).
 // Collective; the report is complete on world rank 0.
-template <class T, class S>
-RunReport make_report(Trainer<T, S>& t, const std::vector<StepResult>& measured) {
+template <class M, class T, class S>
+RunReport make_report(Trainer<M, T, S>& t, const std::vector<StepResult>& measured) {
   RankFigures f;
   const MeshCoord c = t.mesh().coord();
   f.tp = c.tp, f.pp = c.pp, f.dp = c.dp;
@@ -95,10 +95,11 @@ RunReport make_report(Trainer<T, S>& t, const std::vector<StepResult>& measured)
 // Each stage's measured busy time (forward, backward; the mean over its TP and DP ranks) next
 // to the prediction: the cost model's share of the stage (plan/balance.hpp's GEMM FLOPs) of the
 // measured busy time of all stages together.
-inline void print_stage_balance(const RunReport& r, const TrainOptions& o) {
+template <class M>
+void print_stage_balance(const RunReport& r, const M& model, const TrainOptions& o) {
   const int p = o.mesh.pp, stages = o.virtual_stage_count();
-  const std::vector<int> split = layer_split(o);
-  const plan::StageCosts costs = plan::stage_costs(plan::model_spec(o.model));
+  const std::vector<int> split = layer_split(model, o);
+  const plan::StageCosts costs = model.stage_costs();
   std::vector<double> predicted(p, 0), measured(p, 0);
   std::vector<std::string> layers(p);
   for (int g = 0; g < stages; ++g) {
@@ -118,7 +119,8 @@ inline void print_stage_balance(const RunReport& r, const TrainOptions& o) {
                 1e3 * busy_sum * predicted[s] / cost_sum, 1e3 * measured[s]);
 }
 
-inline void print_report(const RunReport& r, const TrainOptions& o) {
+template <class M>
+void print_report(const RunReport& r, const M& model, const TrainOptions& o) {
   const double MiB = 1024.0 * 1024.0;
   std::printf(
       "\nmemory per rank, MiB (measured from the buffers; model states next to the ZeRO "
@@ -158,7 +160,7 @@ inline void print_report(const RunReport& r, const TrainOptions& o) {
   }
   char bubble[16] = "n/a";
   if (!std::isnan(r.bubble)) std::snprintf(bubble, sizeof bubble, "%.3f", r.bubble);
-  if (o.mesh.pp > 1) print_stage_balance(r, o);
+  if (o.mesh.pp > 1) print_stage_balance(r, model, o);
   if (o.mesh.pp > 1 && o.schedule == pp::ScheduleKind::zb_h1)
     std::printf(
         "\npipeline bubble: measured %s, formula (p-1)/(3m+p-1) = %.3f for equal F, B, W "

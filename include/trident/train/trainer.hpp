@@ -1,13 +1,16 @@
 // trident/train/trainer.hpp: one training step = schedule x model x ZeRO policy
 // (ARCHITECTURE §2, the data path of one step).
 //
+// Generic over the model (model/model.hpp): a Trainer<M, T, S> builds one M::Stage<T, S> per
+// virtual stage this rank holds and knows the model only through M's interface.
+//
 //  1. The global batch (batch sequences) is split over DP ranks by rows, each rank's rows into
 //     m microbatches: row r of the global batch is the same sequence on every mesh.
 //  2. The pipeline executor runs this stage's schedule; each model chunk keeps its parameters
 //     in a UnitStore, whose ZeRO policy launches the DP gradient reduction as units finish.
 //  3. After the last backward: the DP reductions complete; with sequence parallelism the
 //     TP-replicated parameters' gradients (partial per sequence shard) are summed over TP;
-//     the two copies of the tied embedding are summed over the embedding group.
+//     the copies of each tied parameter (train/ties.hpp) are summed.
 //  4. The global gradient norm (each element counted on one rank), clipping, AdamW on what
 //     each rank owns, and the parameters published (bf16 copies, DP all-gather).
 //  5. The loss is the mean over the global batch's tokens, as in the single-process model.
@@ -25,10 +28,10 @@
 
 #include "../core/fault.hpp"
 #include "../data/tokens.hpp"
-#include "../model/chunk.hpp"
 #include "../pp/executor.hpp"
+#include "../tp/tensor_parallel.hpp"
 #include "../zero/optimizer.hpp"
-#include "options.hpp"
+#include "ties.hpp"
 
 namespace trident {
 
@@ -38,39 +41,49 @@ struct StepResult {
   std::vector<pp::Span> spans;  // this rank's pipeline timeline
 };
 
-template <class T, class S = T>
+template <class M, class T, class S = T>
 class Trainer {
  public:
-  using Chunk = ModelChunk<T, S>;
+  using Model = M;
+  using Chunk = typename M::template Stage<T, S>;
 
-  Trainer(const Comm& world, TrainOptions o, TokenSource data)
-      : o_((validate(o, world.size()), o)), mesh_(world, o.mesh), data_(std::move(data)) {
-    require(data_.vocab() <= o_.model.vocab,
+  Trainer(const Comm& world, M model, TrainOptions o, TokenSource data)
+      : model_((static_check_model<M>(), std::move(model))),
+        o_((validate(model_, o, world.size()), o)),
+        mesh_(world, o.mesh),
+        data_(std::move(data)) {
+    require(data_.vocab() <= model_.vocab(),
             "the data '" + data_.name() + "' has token ids up to " +
                 std::to_string(data_.vocab() - 1) + ", at or above the model's vocabulary of " +
-                std::to_string(o_.model.vocab));
+                std::to_string(model_.vocab()));
     tp_ = {&mesh_.tp(), o_.sequence_parallel};
-    const std::vector<int> split = layer_split(o_);
+    const std::vector<int> split = layer_split(model_, o_);
     const int p = o_.mesh.pp, v = o_.virtual_stages;
-    for (int c = 0; c < v; ++c) {
-      const int g = c * p + mesh_.stage();  // virtual stage
-      ChunkSpec spec{std::accumulate(split.begin(), split.begin() + g, 0), split[g], g == 0,
-                     g == p * v - 1};
-      chunks_.push_back(std::make_unique<Chunk>(o_.model, tp_, spec, o_.rows_per_microbatch(),
-                                                mesh_.dp(), o_.zero, o_.recompute));
-    }
+    ties_ = locate_ties(model_, split, o_.mesh.tp, p, mesh_.stage());
+    for (int c = 0; c < v; ++c)
+      chunks_.push_back(
+          std::make_unique<Chunk>(model_, tp_, stage_spec(split, c * p + mesh_.stage()),
+                                  o_.rows_per_microbatch(), mesh_.dp(), o_.zero, o_.recompute));
     const auto schedule = pp::make_schedule({o_.schedule, p, o_.microbatches, v});
     executor_ =
         std::make_unique<pp::Executor<T>>(mesh_.pp(), schedule[mesh_.stage()], o_.microbatches, v,
                                           chunks_[0]->activation_size(), o_.verbose);
   }
 
+  const M& model() const { return model_; }
   const TrainOptions& options() const { return o_; }
   const Mesh<>& mesh() const { return mesh_; }
   const TensorParallel& tp() const { return tp_; }
   int chunks() const { return static_cast<int>(chunks_.size()); }
   Chunk& chunk(int c) { return *chunks_[c]; }
   int steps_done() const { return step_; }
+  // Whether unit u of chunk c is the second copy of a tied parameter (counted on the first).
+  bool tied_copy(int c, int u) const {
+    for (const LocalTie& t : ties_)
+      if (t.other_chunk == c && t.other_unit == u) return true;
+    return false;
+  }
+  const std::vector<LocalTie>& ties() const { return ties_; }
   // Resuming (io/checkpoint.hpp): the optimizer steps already taken. The step is the position
   // of the learning-rate schedule, of the data sampler (sample_rows) and AdamW's bias correction.
   void restore_step(int steps) {
@@ -113,7 +126,7 @@ class Trainer {
     using clock = std::chrono::system_clock;
     return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
   }
-  T scale() const { return T(1) / (T(o_.batch) * T(o_.model.seq)); }  // 1 / global tokens
+  T scale() const { return T(1) / (T(o_.batch) * T(model_.seq())); }  // 1 / global tokens
 
   StepResult step(bool apply) {
     StepResult r;
@@ -121,7 +134,7 @@ class Trainer {
     micro_.clear();
     for (int mb = 0; mb < o_.microbatches; ++mb) {
       const int row = (mesh_.coord().dp * o_.microbatches + mb) * b;
-      micro_.push_back(sample_rows(data_, o_.data_seed, step_, row, b, o_.model.seq));
+      micro_.push_back(sample_rows(data_, o_.data_seed, step_, row, b, model_.seq()));
     }
     for (auto& c : chunks_) c->store().begin_step();
     flight_recorder().set_step(step_);
@@ -143,14 +156,11 @@ class Trainer {
   void optimizer(StepResult& r) {
     ++step_;
     double squares = 0;
-    for (auto& c : chunks_) {
-      const bool tied_copy = c->spec().head && !c->spec().embedding;
-      UnitStore<T, S>& st = c->store();
-      squares += shard_square_sum(st, [&](int u, const LocalParam& p) {
+    for (int c = 0; c < chunks(); ++c)
+      squares += shard_square_sum(chunks_[c]->store(), [&](int u, const LocalParam& p) {
         if (p.tp_replicated() && mesh_.coord().tp != 0) return false;
-        return !(tied_copy && st.layout(u).name == "wte");
+        return !tied_copy(c, u);
       });
-    }
     if (fault::armed("nan-grad", mesh_.world().rank(), step_ - 1)) squares = std::nan("");
     r.grad_norm = std::sqrt(mesh_.world().all_reduce_value(squares));
     r.lr = o_.optimizer.lr_at(step_ - 1);
@@ -183,25 +193,24 @@ class Trainer {
         visit_replicated(st, [&](S& x) { x = packed[k++]; });
       }
     }
-    sum_tied_embedding_gradients();
+    sum_tied_gradients();
   }
-  // The tied word embedding (Press & Wolf 2017) has a copy in the first virtual stage's chunk
-  // and one in the last's: their gradients are summed wherever they live — over the embedding
-  // group when they are on two ranks, here when both chunks are on this rank (PP = 1, V > 1).
-  // A chunk that is both first and last holds the one copy.
-  void sum_tied_embedding_gradients() {
-    std::vector<Span<S>> copies;
-    for (auto& c : chunks_) {
-      const int wte = c->store().find("wte");
-      if (wte >= 0 && !(c->spec().embedding && c->spec().head))
-        copies.push_back(c->store().reduced_grads(wte));
+  // The copies of each tied parameter are summed wherever they live (train/ties.hpp): here
+  // when both are on this rank, else over the embedding group (first and last pipeline rank).
+  void sum_tied_gradients() {
+    for (const LocalTie& t : ties_) {
+      if (t.on_this_rank()) {  // one sum, the same in both copies
+        const Span<S> a = chunks_[t.chunk]->store().reduced_grads(t.unit),
+                      b = chunks_[t.other_chunk]->store().reduced_grads(t.other_unit);
+        for (std::size_t k = 0; k < a.size(); ++k)
+          b[k] = a[k] = convert_to<S>(to_float(a[k]) + to_float(b[k]));
+      } else if (t.chunk >= 0 || t.other_chunk >= 0) {
+        const bool first = t.chunk >= 0;
+        mesh_.embedding().all_reduce(
+            chunks_[first ? t.chunk : t.other_chunk]->store().reduced_grads(first ? t.unit
+                                                                                  : t.other_unit));
+      }
     }
-    if (copies.size() == 2) {  // both on this rank: one sum, the same in both copies
-      for (std::size_t k = 0; k < copies[0].size(); ++k)
-        copies[1][k] = copies[0][k] =
-            convert_to<S>(to_float(copies[0][k]) + to_float(copies[1][k]));
-    }
-    if (copies.size() == 1 && mesh_.embedding().valid()) mesh_.embedding().all_reduce(copies[0]);
   }
   template <class F>
   static void visit_replicated(UnitStore<T, S>& st, F&& f) {
@@ -216,10 +225,12 @@ class Trainer {
     }
   }
 
+  M model_;
   TrainOptions o_;
   Mesh<> mesh_;
   TokenSource data_;
   TensorParallel tp_;
+  std::vector<LocalTie> ties_;
   std::vector<std::unique_ptr<Chunk>> chunks_;
   std::unique_ptr<pp::Executor<T>> executor_;
   std::vector<Microbatch> micro_;

@@ -1,5 +1,5 @@
-// trident/model/reference.hpp: the single-process GPT-2 — the plainest composition of nn/ over
-// full, unsharded weights: no mesh, no schedule, no ZeRO (ARCHITECTURE §1). Every parallel
+// trident/models/gpt2/reference.hpp: the single-process GPT-2 — the plainest composition of nn/
+// over full, unsharded weights: no mesh, no schedule, no ZeRO (ARCHITECTURE §1). Every parallel
 // configuration is tested against it, so a bug in the parallel machinery cannot hide on both
 // sides of the comparison.
 #pragma once
@@ -9,27 +9,27 @@
 #include <string>
 #include <vector>
 
-#include "../backend/cpu/gemm.hpp"
-#include "../data/tokens.hpp"
-#include "../nn/nn.hpp"
-#include "../optim/adamw.hpp"
+#include "../../backend/cpu/gemm.hpp"
+#include "../../data/tokens.hpp"
+#include "../../nn/nn.hpp"
+#include "../../optim/adamw.hpp"
 #include "params.hpp"
 
-namespace trident {
+namespace trident::gpt2 {
 
 template <class T>
 class ReferenceGPT {
  public:
   using Tensors = std::map<std::string, std::vector<T>>;
 
-  explicit ReferenceGPT(const GPTConfig& c) : c_(c) {
+  explicit ReferenceGPT(const Config& c) : c_(c) {
     c.validate();
     for (const UnitSpec& u : all_units(c))
       for (const LocalParam& p : layout_unit(u, 1, 0).params) {
         std::vector<T>& v = params_[p.spec.name];
         v.resize(p.numel);
         fill_local(p.layout, v.data(), [&](std::int64_t g) {
-          return initial_value(p.spec.init, c.seed, p.spec.name, std::uint64_t(g), c.layers);
+          return gpt2::initial_value(c, p.spec, std::uint64_t(g));
         });
         specs_.push_back(p.spec);
       }
@@ -156,9 +156,9 @@ class ReferenceGPT {
   }
 
  private:
-  GPTConfig c_;
+  Config c_;
   Tensors params_, grads_, m_, v_;
   std::vector<ParamSpec> specs_;
 };
 
-}  // namespace trident
+}  // namespace trident::gpt2

@@ -1,4 +1,4 @@
-// trident/model/block.hpp: one GPT-2 decoder block on one tensor-parallel rank, forward and
+// trident/models/gpt2/block.hpp: one GPT-2 decoder block on one tensor-parallel rank, forward and
 // backward side by side.
 //
 //   x2  = x  + RowParallel(Attention(ColumnParallel(LN1(x))))      attention half
@@ -14,14 +14,14 @@
 #include <algorithm>
 #include <array>
 
-#include "../core/memory.hpp"
-#include "../nn/attention.hpp"
-#include "../nn/gelu.hpp"
-#include "../nn/layernorm.hpp"
-#include "../tp/linear.hpp"
+#include "../../core/memory.hpp"
+#include "../../nn/attention.hpp"
+#include "../../nn/gelu.hpp"
+#include "../../nn/layernorm.hpp"
+#include "../../tp/linear.hpp"
 #include "params.hpp"
 
-namespace trident {
+namespace trident::gpt2 {
 
 // What a block's backward needs from its forward (kept per microbatch).
 template <class T>
@@ -59,10 +59,14 @@ struct BlockGradients {
   Buffer<T> d_qkv;            // (N, 3 Cl) QKV's dy
 };
 
+// The decoder block of model/decoder_stage.hpp's interface.
 template <class T>
 class Block {
  public:
-  Block(const GPTConfig& c, const TensorParallel& tp, int B)
+  using Activations = BlockActivations<T>;
+  using Gradients = BlockGradients<T>;
+
+  Block(const Config& c, const TensorParallel& tp, int B)
       : tp_(tp),
         S_(c.seq),
         B_(B),
@@ -80,6 +84,8 @@ class Block {
 
   int rows() const { return S_ * B_; }
   int local_rows() const { return tp_.local_rows(rows()); }
+  // Elements of the residual stream a block takes and gives: (n, C).
+  std::size_t activation_size() const { return std::size_t(local_rows()) * C_; }
 
   // a.x holds the input; fills a; writes the block's output to out (n, C). w: the unit's params.
   void forward(BlockActivations<T>& a, T* out, const T* w) const {
@@ -184,4 +190,4 @@ class Block {
   RowParallelLinear<T> proj_, mlp_proj_;
 };
 
-}  // namespace trident
+}  // namespace trident::gpt2

@@ -1,20 +1,21 @@
-// trident/model/config.hpp: the GPT-2-style decoder's shape and its checks.
+// trident/models/gpt2/config.hpp: the GPT-2-style decoder's shape and its checks.
 #pragma once
 
 #include <algorithm>
 #include <string>
 
-#include "../core/error.hpp"
+#include "../../core/error.hpp"
+#include "../../plan/model_spec.hpp"
 
-namespace trident {
+namespace trident::gpt2 {
 
-struct GPTConfig {
+struct Config {
   int vocab = 256;  // V: tokens (byte-level by default)
   int seq = 64;     // T: context length (rows of the position table) = training length
   int layers = 4;   // L
   int hidden = 64;  // C (h in Megatron's papers); the MLP is 4C wide
   int heads = 4;    // H; head size C / H
-  unsigned long long seed = 1234;  // initialisation (model/init.hpp)
+  unsigned long long seed = 1234;  // initialisation (models/gpt2/params.hpp)
 
   int head_size() const { return hidden / heads; }
 
@@ -40,4 +41,23 @@ struct GPTConfig {
   static constexpr long long kMaxElements = 2147483647;
 };
 
-}  // namespace trident
+// The cost model's view of the shape (plan/).
+inline plan::ModelSpec model_spec(const Config& c, std::string name = "trident") {
+  return {std::move(name), c.layers, c.hidden, c.heads, c.vocab, c.seq};
+}
+
+// Tensor parallelism's requirements on the model; the same Error on every rank.
+inline void validate_tensor_parallel(const Config& c, int tp, bool sequence_parallel) {
+  auto s = [](long long v) { return std::to_string(v); };
+  require(tp >= 1, "TP must be at least 1");
+  require(tp <= c.heads,
+          "TP=" + s(tp) + " is larger than the " + s(c.heads) + " attention heads to split");
+  require(c.heads % tp == 0,
+          "the " + s(c.heads) + " attention heads are not divisible by TP=" + s(tp));
+  require(c.hidden % tp == 0, "hidden size " + s(c.hidden) + " is not divisible by TP=" + s(tp));
+  if (sequence_parallel)
+    require(c.seq % tp == 0, "sequence parallelism needs the sequence length " + s(c.seq) +
+                                 " to be divisible by TP=" + s(tp));
+}
+
+}  // namespace trident::gpt2

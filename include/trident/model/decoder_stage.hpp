@@ -1,0 +1,229 @@
+// trident/model/decoder_stage.hpp: one virtual stage of a decoder-only transformer — the layers
+// one pipeline rank runs for it — with its parameters in a ZeRO UnitStore, forward and backward
+// of one microbatch. Generic over the model's parts; it is the Stage of model/model.hpp for
+// any model that supplies (M: the model, C = model.config()):
+//
+//   std::vector<UnitSpec> embedding_units(int tp) const;  // units the embedding reads, in order
+//   UnitSpec layer_unit(int layer) const;                 // one unit per layer
+//   std::vector<UnitSpec> head_units(int tp) const;       // units the head reads, in order
+//   template <class T> using Embedding = ...;  // Embedding(C, tp, rows);
+//       forward(T* x, const Microbatch&, const T* const* w);
+//       backward(T* const* g, const T* dx, const Microbatch&)   (reads no parameters)
+//   template <class T> using Block = ...;      // Block(C, tp, rows); types Activations (with a
+//       Buffer<T> x: the input; drop_all_but_input(), drop_what_weight_gradients_do_not_need())
+//       and Gradients; activation_size(); forward(Activations&, T* out, const T* w);
+//       backward(const Activations&, T* dx, const T* dout, const T* w, T* g, Gradients&, part)
+//   template <class T> using Head = ...;       // Head(C, tp, rows); type Activations;
+//       double forward(Activations&, const T* x, const Microbatch&, const T* const* w, T scale);
+//       backward(Activations&, T* dx, const T* x, const Microbatch&, const T* const* w,
+//                T* const* g, T scale, nn::BackwardPart)
+//
+// The first virtual stage runs the embedding, the last the head and the loss. A head unit named
+// like an embedding unit of the same stage is that unit (a tie inside one stage: GPT-2's LM
+// head and wte at PP = 1): stored once, its gradient committed after the embedding's backward.
+// What a microbatch's backward needs is kept per microbatch until that backward runs; with full
+// recomputation (GPipe's re-materialisation) only each block's input is kept and the block's
+// forward is replayed before its backward.
+#pragma once
+
+#include <map>
+#include <vector>
+
+#include "../data/tokens.hpp"
+#include "../nn/backward_part.hpp"
+#include "../tp/tensor_parallel.hpp"
+#include "../zero/unit_store.hpp"
+#include "model.hpp"
+#include "stage_params.hpp"
+
+namespace trident {
+
+// A decoder stage's units: the store's list, and which of them each part reads, in order.
+struct DecoderUnits {
+  std::vector<UnitSpec> units;
+  std::vector<int> embedding, layers, head;
+};
+
+template <class M>
+DecoderUnits decoder_units(const M& model, const StageSpec& s, int tp) {
+  DecoderUnits d;
+  auto add = [&](const UnitSpec& u) {
+    d.units.push_back(u);
+    return static_cast<int>(d.units.size()) - 1;
+  };
+  if (s.first())
+    for (const UnitSpec& u : model.embedding_units(tp)) d.embedding.push_back(add(u));
+  for (int l = 0; l < s.layers; ++l) d.layers.push_back(add(model.layer_unit(s.first_layer + l)));
+  if (s.last())
+    for (const UnitSpec& u : model.head_units(tp)) {
+      int shared = -1;
+      for (int e : d.embedding)
+        if (d.units[e].name == u.name) shared = e;
+      d.head.push_back(shared >= 0 ? shared : add(u));
+    }
+  return d;
+}
+
+template <class M, class T, class S = T>
+class DecoderStage {
+  using Embedding = typename M::template Embedding<T>;
+  using Block = typename M::template Block<T>;
+  using Head = typename M::template Head<T>;
+
+ public:
+  DecoderStage(const M& model, const TensorParallel& tp, const StageSpec& spec, int rows,
+               const Comm& dp, ZeroPolicy zero, bool recompute)
+      : spec_(spec),
+        recompute_(recompute),
+        embedding_(model.config(), tp, rows),
+        block_(model.config(), tp, rows),
+        head_(model.config(), tp, rows),
+        units_(decoder_units(model, spec, tp.size())),
+        store_(layouts(units_, tp), zero, dp),
+        params_(store_, order(units_), units_.embedding.size()) {
+    store_.initialise([&](int u, T* out) {
+      initialise_unit(
+          store_.layout(u),
+          [&](const ParamSpec& p, std::uint64_t g) { return model.initial_value(p, g); }, out);
+    });
+  }
+
+  UnitStore<T, S>& store() { return store_; }
+  const StageSpec& spec() const { return spec_; }
+  // Elements of the activation passed between pipeline stages.
+  std::size_t activation_size() const { return block_.activation_size(); }
+
+  // input from the previous stage (ignored on the first, which embeds data.inputs); output for
+  // the next stage (ignored on the last). Returns this microbatch's loss times `scale` (the
+  // last stage; 0 elsewhere).
+  double forward(int mb, const Microbatch& data, const T* input, T* output, T scale) {
+    Stash& st = stash_[mb];
+    const std::size_t size = activation_size();
+    std::size_t k = 0;  // position in the use order
+    st.blocks.resize(spec_.layers);
+    for (auto& a : st.blocks) a.x.allocate(MemoryKind::activations, size);
+    if (spec_.last()) st.head_input.allocate(MemoryKind::activations, size);
+    T* first = spec_.layers ? st.blocks[0].x.data() : st.head_input.data();
+    if (spec_.first()) {
+      const auto w = params_.use(k, units_.embedding.size());
+      embedding_.forward(first, data, w.data());
+      params_.release(k, units_.embedding.size()), k += units_.embedding.size();
+    } else {
+      std::copy_n(input, size, first);
+    }
+    for (int l = 0; l < spec_.layers; ++l) {
+      T* out = l + 1 < spec_.layers ? st.blocks[l + 1].x.data()
+               : spec_.last()       ? st.head_input.data()
+                                    : output;
+      block_.forward(st.blocks[l], out, params_.use(k, 1)[0]);
+      params_.release(k, 1), ++k;
+      if (recompute_) st.blocks[l].drop_all_but_input();
+    }
+    if (!spec_.last()) return 0;
+    const auto w = params_.use(k, units_.head.size());
+    const double loss = head_.forward(st.head, st.head_input.data(), data, w.data(), scale);
+    params_.release(k, units_.head.size());
+    return loss;
+  }
+
+  // doutput from the next stage (ignored on the last); dinput for the previous stage (ignored
+  // on the first). last: the step's last weight-gradient pass of this stage (the units'
+  // gradients are then complete: their DP reductions start). part: both (fused), or zero-
+  // bubble's B (input: writes dinput, keeps what W needs in the stash) and W (weight: the
+  // units' gradients from the stash; doutput, dinput unused, no parameters read).
+  void backward(int mb, const Microbatch& data, const T* doutput, T* dinput, T scale, bool last,
+                nn::BackwardPart part = nn::BackwardPart::both) {
+    Stash& st = stash_.at(mb);
+    const std::size_t size = activation_size();
+    const bool in = nn::computes_input(part), wt = nn::computes_weights(part);
+    Buffer<T> d(MemoryKind::buffers, in ? size : 0), dnext(MemoryKind::buffers, in ? size : 0);
+    std::size_t k = params_.uses();  // walk the use order in reverse
+    if (spec_.last()) {
+      const std::size_t h = units_.head.size();
+      k -= h;
+      const auto w = in ? params_.use_backward(k, h) : std::vector<const T*>(h, nullptr);
+      const auto g = wt ? params_.grads(k, h) : std::vector<T*>();
+      T* dx = !in ? nullptr : (spec_.layers == 0 && !spec_.first()) ? dinput : d.data();
+      head_.backward(st.head, dx, st.head_input.data(), data, in ? w.data() : nullptr,
+                     wt ? g.data() : nullptr, scale, part);
+      if (in) params_.release(k, h);
+      if (wt) params_.commit(k, h, last);
+    } else if (in) {
+      std::copy_n(doutput, size, d.data());
+    }
+    if (part == nn::BackwardPart::input) st.grads.resize(spec_.layers);
+    for (int l = spec_.layers - 1; l >= 0; --l) {
+      --k;
+      const T* w = in ? params_.use_backward(k, 1)[0] : nullptr;
+      if (recompute_ && in) {
+        Buffer<T> out(MemoryKind::buffers, size);
+        block_.forward(st.blocks[l], out.data(), w);
+      }
+      T* dx = !in ? nullptr : (l == 0 && !spec_.first()) ? dinput : dnext.data();
+      typename Block::Gradients fused;
+      block_.backward(st.blocks[l], dx, d.data(), w, wt ? params_.grads(k, 1)[0] : nullptr,
+                      part == nn::BackwardPart::both ? fused : st.grads[l], part);
+      if (in) params_.release(k, 1);
+      if (part == nn::BackwardPart::input) {
+        st.blocks[l].drop_what_weight_gradients_do_not_need();
+      } else {
+        st.blocks[l] = typename Block::Activations{};
+        if (!st.grads.empty()) st.grads[l] = typename Block::Gradients{};
+        params_.commit(k, 1, last);
+      }
+      store_.poll();
+      if (dx == dnext.data() && in) std::swap(d, dnext);
+    }
+    if (spec_.first() && part == nn::BackwardPart::input) {  // W needs the output's gradient
+      st.dembedding.allocate(MemoryKind::activations, d.size(), Fill::none);
+      std::copy_n(d.data(), d.size(), st.dembedding.data());
+    } else if (spec_.first()) {
+      const std::size_t e = units_.embedding.size();
+      const auto g = params_.grads(0, e);
+      embedding_.backward(g.data(), in ? d.data() : st.dembedding.data(), data);
+      params_.commit(0, e, last);
+    }
+    if (wt) stash_.erase(mb);
+  }
+
+ private:
+  struct Stash {
+    std::vector<typename Block::Activations> blocks;
+    std::vector<typename Block::Gradients> grads;  // from B to W (zero-bubble schedules)
+    Buffer<T> head_input;                          // last stage: the last block's output
+    typename Head::Activations head;
+    Buffer<T> dembedding;  // first stage, from B to W: the embedding output's gradient
+  };
+
+  // The store's layouts, with how often each unit is read per microbatch (train/formulas.hpp):
+  // every use in forward; in backward, every use but the embedding's (it reads no parameters).
+  static std::vector<UnitLayout> layouts(const DecoderUnits& d, const TensorParallel& tp) {
+    std::vector<UnitLayout> out;
+    for (const UnitSpec& u : d.units) {
+      out.push_back(layout_unit(u, tp.size(), tp.rank()));
+      out.back().forward_reads = out.back().backward_reads = 0;
+    }
+    for (int u : d.embedding) ++out[u].forward_reads;
+    for (const auto* part : {&d.layers, &d.head})
+      for (int u : *part) ++out[u].forward_reads, ++out[u].backward_reads;
+    return out;
+  }
+  static std::vector<int> order(const DecoderUnits& d) {
+    std::vector<int> o = d.embedding;
+    o.insert(o.end(), d.layers.begin(), d.layers.end());
+    o.insert(o.end(), d.head.begin(), d.head.end());
+    return o;
+  }
+
+  StageSpec spec_;
+  bool recompute_;
+  Embedding embedding_;
+  Block block_;
+  Head head_;
+  DecoderUnits units_;
+  UnitStore<T, S> store_;
+  StageParams<T, S> params_;
+  std::map<int, Stash> stash_;
+};
+
+}  // namespace trident

@@ -1,0 +1,124 @@
+// trident/model/model.hpp: the model interface — what a model gives the trainer, for any model.
+//
+// The training step (train/trainer.hpp: pipeline executor, ZeRO store and policy, sequence-
+// parallel gradient sums, tied-parameter sums, global-norm clipping, AdamW, mixed precision) is
+// generic over a Model type M; it knows a model only through the members below. GPT-2
+// (models/gpt2/) is one such model.
+//
+// Defining a model (a host app):
+//
+//   struct MyModel {
+//     // (a) parameters: the ZeRO units of virtual stage s in the order the stage first reads
+//     //     them, as this rank's tensor-parallel size sees them (model/params.hpp: name, global
+//     //     shape, placement Replicate or Shard(dim) over TP, padding, init, weight decay). The
+//     //     element type is the trainer's T (compute) and S (storage).
+//     std::vector<UnitSpec> units(const StageSpec& s, int tp) const;
+//     double initial_value(const ParamSpec& p, std::uint64_t index) const;  // pure: any mesh
+//     // (b) the pipeline split: layers to spread over the virtual stages, and the forward
+//     //     cost of one sequence per layer, embedding and head (--pp-layers auto).
+//     int layers() const;
+//     plan::StageCosts stage_costs() const;
+//     // (c) the per-stage object: forward and backward of one microbatch (below).
+//     template <class T, class S> using Stage = ...;
+//     // (d) tied parameters, declared: the trainer sums the copies' gradients and counts the
+//     //     tensor once (norm, checkpoint, collect). Empty when nothing is tied.
+//     std::vector<Tie> ties(int virtual_stages) const;  // e.g. {tie("wte", 0, stages - 1)}
+//     // the data and the checks
+//     int seq() const;    // tokens per sequence
+//     int vocab() const;  // token ids are < vocab
+//     void validate(const ModelRun& run) const;  // dims vs TP etc.: throws trident::Error
+//     ModelDescription describe() const;  // the architecture as named integers (checkpoints
+//                                         // store it and compare it on load)
+//   };
+//
+// M::Stage<T, S> is constructed once per virtual stage this rank holds as
+//     Stage(const M&, const TensorParallel&, const StageSpec&, int rows_per_microbatch,
+//           const Comm& dp, ZeroPolicy, bool recompute)
+// owns the stage's UnitStore (zero/unit_store.hpp) built from M::units, and has
+//     UnitStore<T, S>& store();   const StageSpec& spec() const;
+//     std::size_t activation_size() const;  // elements handed to the next stage per microbatch
+//     double forward(int mb, const Microbatch&, const T* input, T* output, T scale);
+//         // input null on the first virtual stage, output null on the last; returns the
+//         // microbatch's summed loss times scale on the last virtual stage, 0 elsewhere
+//     void backward(int mb, const Microbatch&, const T* doutput, T* dinput, T scale, bool last,
+//                   nn::BackwardPart part);
+//         // part: both (fused), input (zero-bubble's B) or weight (W); last: the step's last
+//         // weight-gradient pass of this stage (its units' DP reductions start)
+// A decoder-only transformer need not write a Stage: model/decoder_stage.hpp is one, generic
+// over the model's Embedding, Block and Head (it keeps the per-microbatch stash, the unit
+// order, ZeRO's use/prefetch/release/commit, recomputation and the B/W split).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "../plan/balance.hpp"
+#include "params.hpp"
+
+namespace trident {
+
+// Virtual stage `index` of `count` (PP x virtual stages) and the layers it runs.
+struct StageSpec {
+  int index = 0, count = 1;
+  int first_layer = 0, layers = 0;                  // layers [first_layer, first_layer + layers)
+  bool first() const { return index == 0; }         // embeds the data
+  bool last() const { return index == count - 1; }  // computes the loss
+};
+
+// A model's architecture as named integers, e.g. {"layers": 4, "hidden": 64, ...}.
+using ModelDescription = std::map<std::string, std::int64_t>;
+
+// What a model checks itself against (validate): the run's tensor parallelism and microbatch.
+struct ModelRun {
+  int tp = 1;
+  bool sequence_parallel = false;
+  int rows = 1;  // sequences per microbatch
+};
+
+// Unit `unit` of virtual stage `stage` and unit `other_unit` of virtual stage `other_stage` are
+// one tensor (Press & Wolf 2017): their gradients are summed, the first is the one counted.
+// Same stage: the model declares the unit once there and the tie is a no-op.
+struct Tie {
+  std::string unit;
+  int stage = 0;
+  std::string other_unit;
+  int other_stage = 0;
+};
+inline Tie tie(const std::string& unit, int stage, int other_stage) {
+  return {unit, stage, unit, other_stage};
+}
+
+// Every unit of the model once, in order: its units as one stage on one rank would hold them.
+template <class M>
+std::vector<UnitSpec> whole_model_units(const M& model) {
+  return model.units(StageSpec{0, 1, 0, model.layers()}, 1);
+}
+
+// Compile-time check of the members the trainer calls (the Stage's are checked where built).
+template <class M>
+void static_check_model() {
+  static_assert(std::is_same_v<decltype(std::declval<const M&>().units(StageSpec{}, 1)),
+                               std::vector<UnitSpec>>,
+                "a Model needs std::vector<UnitSpec> units(const StageSpec&, int tp) const");
+  static_assert(
+      std::is_convertible_v<
+          decltype(std::declval<const M&>().initial_value(ParamSpec{}, std::uint64_t(0))), double>,
+      "a Model needs double initial_value(const ParamSpec&, std::uint64_t) const");
+  static_assert(std::is_same_v<decltype(std::declval<const M&>().ties(1)), std::vector<Tie>>,
+                "a Model needs std::vector<Tie> ties(int virtual_stages) const");
+  static_assert(std::is_same_v<decltype(std::declval<const M&>().stage_costs()), plan::StageCosts>,
+                "a Model needs plan::StageCosts stage_costs() const");
+  static_assert(std::is_convertible_v<decltype(std::declval<const M&>().layers()), int> &&
+                    std::is_convertible_v<decltype(std::declval<const M&>().seq()), int> &&
+                    std::is_convertible_v<decltype(std::declval<const M&>().vocab()), int>,
+                "a Model needs int layers(), seq() and vocab() const");
+  static_assert(std::is_void_v<decltype(std::declval<const M&>().validate(ModelRun{}))>,
+                "a Model needs void validate(const ModelRun&) const");
+  static_assert(std::is_same_v<decltype(std::declval<const M&>().describe()), ModelDescription>,
+                "a Model needs ModelDescription describe() const");
+}
+
+}  // namespace trident

@@ -1,0 +1,43 @@
+// trident/models/gpt2/embedding.hpp: GPT-2's embedding — the vocab-parallel word embedding plus
+// learned positions (tp/vocab_parallel.hpp) — as the embedding of model/decoder_stage.hpp.
+#pragma once
+
+#include "../../data/tokens.hpp"
+#include "../../tp/vocab_parallel.hpp"
+#include "params.hpp"
+
+namespace trident::gpt2 {
+
+template <class T>
+class Embedding {
+ public:
+  Embedding(const Config& c, const TensorParallel& tp, int rows)
+      : tp_(tp), B_(rows), N_(rows * c.seq), C_(c.hidden) {
+    const ShardLayout wte =
+        layout_unit(wte_unit(c, tp.size()), tp.size(), tp.rank()).params[0].layout;
+    embedding_ = {static_cast<int>(wte.offset()), static_cast<int>(wte.local_rows()), c.hidden};
+  }
+
+  // The units it reads, in order: "wte", "wpe".
+  static std::vector<UnitSpec> units(const Config& c, int tp) {
+    return {wte_unit(c, tp), wpe_unit(c)};
+  }
+
+  // x: (n, C) the embedded microbatch; w: the units' parameters, in units() order.
+  void forward(T* x, const Microbatch& data, const T* const* w) const {
+    Buffer<T> partial(MemoryKind::buffers, std::size_t(N_) * C_);
+    embedding_.forward(tp_, x, partial.data(), data.inputs.data(), w[0], w[1], N_, B_);
+  }
+  // dx: (n, C) the gradient of x; g: the units' gradients (accumulate). Reads no parameters.
+  void backward(T* const* g, const T* dx, const Microbatch& data) const {
+    Buffer<T> dfull(MemoryKind::buffers, tp_.sequence_parallel ? std::size_t(N_) * C_ : 0);
+    embedding_.backward(tp_, g[0], g[1], dx, dfull.data(), data.inputs.data(), N_, B_);
+  }
+
+ private:
+  const TensorParallel& tp_;
+  int B_, N_, C_;
+  VocabParallelEmbedding<T> embedding_;
+};
+
+}  // namespace trident::gpt2

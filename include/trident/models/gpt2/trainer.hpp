@@ -1,0 +1,33 @@
+// trident/models/gpt2/trainer.hpp: the generic trainer (train/trainer.hpp) with GPT-2, for
+// programs that train GPT-2: gpt2::Options is a run's options with the model's shape, and
+// gpt2::Trainer<T, S> is Trainer<gpt2::Model, T, S> built from them.
+#pragma once
+
+#include "../../train/trainer.hpp"
+#include "model.hpp"
+
+namespace trident::gpt2 {
+
+struct Options : TrainOptions {
+  Config model;
+};
+
+inline void validate(const Options& o, int world_size) {
+  trident::validate(Model(o.model), o, world_size);
+}
+inline std::vector<int> layer_split(const Options& o) {
+  return trident::layer_split(Model(o.model), o);
+}
+
+template <class T, class S = T>
+class Trainer : public trident::Trainer<Model, T, S> {
+ public:
+  Trainer(const Comm& world, const Options& o, TokenSource data)
+      : trident::Trainer<Model, T, S>(world, Model(o.model), o, std::move(data)), o_(o) {}
+  const Options& options() const { return o_; }
+
+ private:
+  Options o_;
+};
+
+}  // namespace trident::gpt2
