@@ -80,8 +80,27 @@ inline WaitTuning& wait_tuning() {
 }
 
 namespace detail {
+// Calls `done()` until it returns true, and `idle(seconds waited)` in between. Past the
+// deadline, or when another rank's watchdog has fired, the watchdog fires here. The clock is
+// read before each idle() when `clock_each_time`, else every 16th time. Shared by MPI requests
+// (complete(), below) and the barriers of the shared-memory collectives (shared_memory.hpp).
+template <class Done, class Idle>
+void wait_until(Done&& done, bool clock_each_time, const Waiting& what, Idle&& idle) {
+  const double start = now_seconds();
+  double now = start, next_probe = start + watchdog::kPollAfter;
+  for (unsigned spins = 1;; ++spins) {
+    if (done()) return;
+    if (clock_each_time || spins % 16 == 0) now = now_seconds();
+    if (now >= next_probe) {  // a long wait: has the deadline passed, or a watchdog fired?
+      if (now - start > wait_tuning().timeout_seconds) watchdog::fire(what, now - start, true);
+      if (watchdog::alarm_heard()) watchdog::fire(what, now - start, false);
+      next_probe = now + watchdog::kPollEvery;
+    }
+    idle(now - start);
+  }
+}
+
 // Completes `request` under the current policy; a point-to-point operation (send/recv) may nap.
-// Past the deadline, or when another rank's watchdog has fired, the watchdog fires here.
 inline void complete(MPI_Request& request, MPI_Status* status, const Waiting& what) {
   if (request == MPI_REQUEST_NULL) return;
   if (wait_policy() == WaitPolicy::block) {
@@ -91,24 +110,20 @@ inline void complete(MPI_Request& request, MPI_Status* status, const Waiting& wh
   const bool may_nap = what.op == CommOp::send || what.op == CommOp::recv;
   const WaitTuning& tuning = wait_tuning();
   const timespec nap{0, static_cast<long>(tuning.nap_seconds * 1e9)};
-  const double start = now_seconds();
-  double now = start, next_probe = start + watchdog::kPollAfter;
-  int done = 0;
-  for (unsigned spins = 1;; ++spins) {
-    check_mpi(MPI_Test(&request, &done, status ? status : MPI_STATUS_IGNORE), "MPI_Test");
-    if (done) return;
-    // point-to-point reads the clock each time (when to nap); a collective every 16th time
-    if (may_nap || spins % 16 == 0) now = now_seconds();
-    if (now >= next_probe) {  // a long wait: has the deadline passed, or a watchdog fired?
-      if (now - start > tuning.timeout_seconds) watchdog::fire(what, now - start, true);
-      if (watchdog::alarm_heard()) watchdog::fire(what, now - start, false);
-      next_probe = now + watchdog::kPollEvery;
-    }
-    if (!may_nap || now - start < tuning.yield_seconds)
-      sched_yield();
-    else
-      nanosleep(&nap, nullptr);
-  }
+  // point-to-point reads the clock each time (when to nap); a collective every 16th time
+  wait_until(
+      [&] {
+        int done = 0;
+        check_mpi(MPI_Test(&request, &done, status ? status : MPI_STATUS_IGNORE), "MPI_Test");
+        return done != 0;
+      },
+      may_nap, what,
+      [&](double waited) {
+        if (!may_nap || waited < tuning.yield_seconds)
+          sched_yield();
+        else
+          nanosleep(&nap, nullptr);
+      });
 }
 }  // namespace detail
 
