@@ -5,6 +5,7 @@
 // of stages over the segment's 3 buffers: in phase t, stage s works on round t - s (in buffer
 // (t - s) mod 3), then the ranks meet at a barrier. One barrier per round, whatever the stages:
 //   all_reduce      0: copy my round in   1: reduce my part of it   2: copy the others' parts out
+//    (of 2 ranks)   0: copy my round in   1: reduce all of it
 //   reduce_scatter  0: copy my round in   1: reduce my shard's piece, straight into the output
 // (A rank never copies in what only it reads: its own part, or its own shard's piece.)
 //   all_gather      0: copy my piece in   1: copy every piece out
@@ -110,35 +111,49 @@ inline std::size_t ceil_div(std::size_t a, std::size_t b) {
 
 }  // namespace detail
 
-// buf <- op over the group of buf, in place. Rank r reduces part r of each round:
-// elements [len r / p, len (r+1) / p) of the round's len.
+// buf <- op over the group of buf, in place. Two ranks each add the whole round (both inputs,
+// in rank order: the same result on both), which saves a stage and the copies of the results;
+// more ranks split the work, rank r reducing part r of each round, elements
+// [len r / p, len (r+1) / p) of the round's len, and copying the others' parts out.
 template <class T>
 void all_reduce(SharedSegment& s, Span<T> buf, ReduceOp op, const Waiting& what) {
   const int p = s.size(), r = s.rank();
-  const std::size_t per_round = s.chunk_bytes() / sizeof(T);
+  const std::size_t n = buf.size(), per_round = s.chunk_bytes() / sizeof(T);
+  const std::size_t rounds = detail::ceil_div(n, per_round);
   auto round_of = [&](std::size_t round, std::size_t& off) {
     off = round * per_round;
-    return std::min(per_round, buf.size() - off);
+    return std::min(per_round, n - off);
   };
+  if (p == 2) {
+    detail::pipeline<2>(s, rounds, what, [&](int stage, std::size_t round, int b) {
+      std::size_t off = 0;
+      const std::size_t len = round_of(round, off);
+      T* mine = buf.data() + off;
+      if (stage == 0)
+        std::memcpy(s.buffer<T>(r, b), mine, len * sizeof(T));
+      else
+        detail::reduce_buffers(s, b, 0, len, mine, mine, static_cast<T*>(nullptr), op);
+    });
+    return;
+  }
   auto part = [&](std::size_t len, int j) { return len * static_cast<std::size_t>(j) / p; };
-  detail::pipeline<3>(
-      s, detail::ceil_div(buf.size(), per_round), what, [&](int stage, std::size_t round, int b) {
-        std::size_t off = 0;
-        const std::size_t len = round_of(round, off);
-        const std::size_t lo = part(len, r), hi = part(len, r + 1);
-        if (stage == 0) {
-          detail::copy_around(s.buffer<T>(r, b), buf.data() + off, len, lo, hi);
-        } else if (stage == 1) {
-          T* mine = buf.data() + off + lo;  // the result goes back there and to the segment
-          detail::reduce_buffers(s, b, lo, hi - lo, mine, s.buffer<T>(r, b) + lo, mine, op);
-        } else {
-          for (int j = 0; j < p; ++j) {
-            if (j == r) continue;
-            const std::size_t lo = part(len, j), hi = part(len, j + 1);
-            std::memcpy(buf.data() + off + lo, s.buffer<T>(j, b) + lo, (hi - lo) * sizeof(T));
-          }
-        }
-      });
+  detail::pipeline<3>(s, rounds, what, [&](int stage, std::size_t round, int b) {
+    std::size_t off = 0;
+    const std::size_t len = round_of(round, off);
+    const std::size_t lo = part(len, r), hi = part(len, r + 1);
+    if (stage == 0) {
+      detail::copy_around(s.buffer<T>(r, b), buf.data() + off, len, lo, hi);
+    } else if (stage == 1) {
+      T* mine = buf.data() + off + lo;  // the result goes back there and to the segment
+      detail::reduce_buffers(s, b, lo, hi - lo, mine, s.buffer<T>(r, b) + lo, mine, op);
+    } else {
+      for (int j = 0; j < p; ++j) {
+        if (j == r) continue;
+        const std::size_t lo_j = part(len, j), hi_j = part(len, j + 1);
+        std::memcpy(buf.data() + off + lo_j, s.buffer<T>(j, b) + lo_j, (hi_j - lo_j) * sizeof(T));
+      }
+    }
+  });
 }
 
 // out <- shard `rank` of the sum of `in`; in: (p * n), out: (n). A round holds one piece of
