@@ -273,7 +273,9 @@ class Comm {
     MPI_Request request = MPI_REQUEST_NULL;
     check_mpi(post(&request), to_string(op));
     count(op, bytes, t0);
-    return Request(request, name_, op, what);
+    Request started(request, name_, op, what);
+    if (!overlap_communication()) started.wait();
+    return started;
   }
 
   // Runs a blocking collective through the group's shared-memory segment, counted and recorded

@@ -46,6 +46,29 @@ inline WaitPolicy& wait_policy() {
   return policy;
 }
 
+// For measurements only (bench_zero's overlap table): false completes every nonblocking
+// operation inside the call that starts it, so no communication overlaps computation and the
+// time inside calls and waits (CommStats seconds) is all of the communication's time.
+inline bool& overlap_communication() {
+  static bool on = true;
+  return on;
+}
+
+namespace detail {
+// MPI requests of this process started and not yet completed. MPICH advances a nonblocking
+// operation only inside MPI calls of its ranks, so a rank that waits outside MPI (a barrier of
+// the shared-memory collectives) while some are pending calls progress() now and then: the
+// pending ones advance, and a peer waiting on one of them cannot wait for this rank forever.
+inline int& pending_requests() {
+  static int n = 0;
+  return n;
+}
+inline void progress() {
+  int flag = 0;
+  MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+}
+}  // namespace detail
+
 // test_yield's tuning: yield for `yield_seconds` of a point-to-point wait, then nap `nap_seconds`
 // between tests (the kernel adds its timer slack, ~50 us); give up after `timeout_seconds`.
 // Read from the environment when the process starts: TRIDENT_YIELD_US (yield_seconds, in
@@ -133,7 +156,9 @@ class Request {
  public:
   Request() = default;
   Request(MPI_Request request, std::string comm, CommOp op, Waiting what = {})
-      : request_(request), comm_(std::move(comm)), op_(op), what_(what) {}
+      : request_(request), comm_(std::move(comm)), op_(op), what_(what) {
+    if (active()) detail::pending_requests() += 1;
+  }
   Request(Request&& other) noexcept { *this = std::move(other); }
   Request& operator=(Request&& other) noexcept {
     if (this != &other) {
@@ -157,6 +182,7 @@ class Request {
     if (!active()) return;
     const double t0 = detail::now_seconds();
     detail::complete(request_, status, what_);
+    detail::pending_requests() -= 1;
     const double t1 = detail::now_seconds();
     comm_stats().add_seconds(comm_, op_, t1 - t0);
     flight_recorder().end(what_.record, t1);
@@ -169,6 +195,7 @@ class Request {
     int done = 0;
     check_mpi(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "MPI_Test");
     if (done) {
+      detail::pending_requests() -= 1;
       flight_recorder().end(what_.record, detail::now_seconds());
       keep_.reset();
     }

@@ -137,8 +137,10 @@ class SharedSegment {
       return static_cast<std::int32_t>(seen - arrived_) >= 0;
     };
     const double spin = spin_seconds_;
-    const timespec most{0, 10'000'000};  // sleep at most 10 ms between the watchdog's checks
+    // sleep at most 10 ms between the watchdog's checks; 0.2 ms while requests are pending
+    const timespec most{0, detail::pending_requests() > 0 ? 200'000 : 10'000'000};
     detail::wait_until(passed, true, what, [&](double waited) {
+      if (detail::pending_requests() > 0) detail::progress();  // request.hpp
       if (waited < spin) return static_cast<void>(sched_yield());
       // a sleeper is counted before it sleeps: either the last arrival sees it and wakes it,
       // or the generation has moved on and FUTEX_WAIT returns at once
