@@ -67,7 +67,7 @@ inline ShmTuning& shm_tuning() {
 class SharedSegment {
  public:
   static constexpr int kBuffers = 3;
-  static constexpr std::size_t kLine = 128;  // the counter's line (two cache lines: no sharing)
+  static constexpr std::size_t kLine = 128;  // the barrier's line (two cache lines: no sharing)
 
   // Collective over `comm`, whose ranks all share one node's memory.
   SharedSegment(MPI_Comm comm, std::size_t chunk_bytes)
@@ -75,7 +75,12 @@ class SharedSegment {
     MPI_Comm_size(comm, &size_);
     MPI_Comm_rank(comm, &rank_);
     cpu_set_t cores;
-    const bool fits = sched_getaffinity(0, sizeof cores, &cores) == 0 && size_ <= CPU_COUNT(&cores);
+    int fits = sched_getaffinity(0, sizeof cores, &cores) == 0 && size_ <= CPU_COUNT(&cores);
+    MPI_Request agree = MPI_REQUEST_NULL;  // the same answer on every rank
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, &fits, 1, MPI_INT, MPI_MIN, comm, &agree),
+              "MPI_Iallreduce");
+    detail::complete(agree, nullptr, Waiting{});
+    oversubscribed_ = !fits;
     spin_seconds_ = fits ? shm_tuning().spin_seconds : 0;
     MPI_Info info;
     MPI_Info_create(&info);
@@ -112,6 +117,8 @@ class SharedSegment {
 
   int size() const { return size_; }
   int rank() const { return rank_; }
+  // The group has more ranks than this process has cores (the same on every rank).
+  bool oversubscribed() const { return oversubscribed_; }
   std::size_t chunk_bytes() const { return chunk_bytes_; }
   // Buffer b of rank j: chunk_bytes, readable and writable by every rank.
   template <class T>
@@ -165,7 +172,8 @@ class SharedSegment {
   BarrierWords* words_ = nullptr;  // in rank 0's line
   int size_ = 0, rank_ = 0;
   std::size_t chunk_bytes_ = 0;
-  double spin_seconds_ = 0;    // a barrier's wait yields this long, then sleeps
+  double spin_seconds_ = 0;  // a barrier's wait yields this long, then sleeps
+  bool oversubscribed_ = false;
   std::vector<char*> bases_;   // each rank's region, mapped in this process
   std::uint32_t arrived_ = 0;  // barriers this rank has arrived at (modulo 2^32)
 };
