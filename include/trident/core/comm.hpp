@@ -279,7 +279,8 @@ class Comm {
     check_mpi(post(&request), to_string(op));
     count(op, bytes, t0);
     Request started(request, name_, op, what);
-    if (!overlap_communication()) started.wait();
+    const bool collective = op != CommOp::send && op != CommOp::recv;  // (sends may need recvs)
+    if (collective && !overlap_communication()) started.wait();
     return started;
   }
 

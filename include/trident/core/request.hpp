@@ -47,8 +47,9 @@ inline WaitPolicy& wait_policy() {
 }
 
 // For measurements only (bench_zero's overlap table): false completes every nonblocking
-// operation inside the call that starts it, so no communication overlaps computation and the
-// time inside calls and waits (CommStats seconds) is all of the communication's time.
+// collective inside the call that starts it, so no collective overlaps computation and the time
+// inside calls and waits (CommStats seconds) is all of its time. (Point-to-point stays as it is:
+// a send waited for at once could wait for a receive its peer has not posted yet.)
 inline bool& overlap_communication() {
   static bool on = true;
   return on;
