@@ -1,13 +1,19 @@
-// bench/comm: trident's collectives (Comm) next to raw blocking MPI, in the same run.
+// bench/comm: trident's collectives (Comm), by both of its paths, next to raw blocking MPI, in
+// the same run.
 //
 //   mpiexec -n 8 ./bench_comm [--min-bytes 4K] [--max-bytes 64M] [--seconds-per-size 1]
-//                             [--ops all_reduce,all_gather,reduce_scatter]
+//                             [--ops all_reduce,all_gather,reduce_scatter,broadcast]
 //
-// For each operation and message size (powers of 4 from --min-bytes up to --max-bytes), the two
-// implementations run interleaved, call by call and in alternating order, so machine noise hits
-// both. trident's Comm starts a nonblocking MPI collective and completes it by its wait policy
-// (MPI_Test + sched_yield, core/request.hpp); "mpi" is the blocking call (MPI_Allreduce,
-// MPI_Allgather, MPI_Reduce_scatter_block). float32, sum.
+// For each operation and message size (powers of 4 from --min-bytes up to --max-bytes), three
+// implementations run interleaved, call by call, the order rotating each repetition, so machine
+// noise hits all three:
+//   mpi      the blocking call (MPI_Allreduce, MPI_Allgather, MPI_Reduce_scatter_block, MPI_Bcast);
+//   trident  Comm with the shared-memory path off: a nonblocking MPI collective completed by
+//            trident's wait policy (MPI_Test + sched_yield, core/request.hpp);
+//   shm      Comm's shared-memory path (core/shm_collectives.hpp), at every size (Comm itself
+//            takes it from shm_tuning().min_bytes up, printed in the header); all_gather and
+//            broadcast only where the group has more ranks than cores, else MPI's, as Comm.
+// float32, sum; broadcast from rank 0.
 //
 // A repetition is a barrier, then one call; its time is the slowest rank's. Reported: the median
 // over repetitions, and the bus bandwidth in the nccl-tests convention, bytes = the full buffer
@@ -39,10 +45,24 @@ struct Buffers {
   std::vector<float> shard;
 };
 
-// One call of `op`, by trident (ours) or by blocking MPI.
-// all_reduce: full in place; all_gather: shard -> full; reduce_scatter: full -> shard.
-void call(const std::string& op, bool ours, Buffers& b, const Comm& world) {
+enum Impl { kMpi, kTrident, kShm };
+constexpr int kImpls = 3;
+const char* const kImplNames[kImpls] = {"MPI", "trident", "trident's shared memory"};
+
+// One call of `op` by `impl`.
+// all_reduce, broadcast: full in place; all_gather: shard -> full; reduce_scatter: full -> shard.
+void call(const std::string& op, Impl impl, Buffers& b, const Comm& world) {
   const int n = static_cast<int>(b.shard.size());
+  const bool ours = impl != kMpi;
+  ShmTuning& shm = shm_tuning();
+  const ShmTuning saved = shm;
+  shm.enabled = impl == kShm;
+  shm.min_bytes = 0;
+  struct Restore {
+    ShmTuning& t;
+    ShmTuning saved;
+    ~Restore() { t = saved; }
+  } restore{shm, saved};
   if (op == "all_reduce") {
     if (ours) return world.all_reduce<float>(b.full);
     check_mpi(MPI_Allreduce(MPI_IN_PLACE, b.full.data(), static_cast<int>(b.full.size()), MPI_FLOAT,
@@ -52,6 +72,10 @@ void call(const std::string& op, bool ours, Buffers& b, const Comm& world) {
     if (ours) return world.all_gather<float>(b.shard, b.full);
     check_mpi(MPI_Allgather(b.shard.data(), n, MPI_FLOAT, b.full.data(), n, MPI_FLOAT, world.get()),
               "MPI_Allgather");
+  } else if (op == "broadcast") {
+    if (ours) return world.broadcast<float>(b.full, 0);
+    check_mpi(MPI_Bcast(b.full.data(), static_cast<int>(b.full.size()), MPI_FLOAT, 0, world.get()),
+              "MPI_Bcast");
   } else {
     if (ours) return world.reduce_scatter<float>(b.full, b.shard);
     check_mpi(
@@ -61,23 +85,28 @@ void call(const std::string& op, bool ours, Buffers& b, const Comm& world) {
 }
 
 // Runs `op` once on a known pattern and checks every element; an Error on every rank if wrong.
-void check_result(const std::string& op, bool ours, Buffers& b, const Comm& world) {
+void check_result(const std::string& op, Impl impl, Buffers& b, const Comm& world) {
   const std::size_t n = b.shard.size();
   const int p = world.size(), r = world.rank();
   std::fill(b.shard.begin(), b.shard.end(), static_cast<float>(r));
   for (std::size_t i = 0; i < b.full.size(); ++i)
-    b.full[i] = op == "all_reduce" ? static_cast<float>(r + 1) : static_cast<float>(i / n + 1);
-  call(op, ours, b, world);
+    b.full[i] = op == "all_reduce"  ? static_cast<float>(r + 1)
+                : op == "broadcast" ? static_cast<float>(r == 0 ? i % 1000 : -1)
+                                    : static_cast<float>(i / n + 1);
+  call(op, impl, b, world);
   std::size_t wrong = 0;
   if (op == "all_reduce") {
     for (float x : b.full) wrong += x != static_cast<float>(p * (p + 1) / 2);
   } else if (op == "all_gather") {
     for (std::size_t i = 0; i < b.full.size(); ++i) wrong += b.full[i] != static_cast<float>(i / n);
+  } else if (op == "broadcast") {
+    for (std::size_t i = 0; i < b.full.size(); ++i)
+      wrong += b.full[i] != static_cast<float>(i % 1000);
   } else {
     for (float x : b.shard) wrong += x != static_cast<float>(p * (r + 1));
   }
   if (world.all_reduce_value<std::uint64_t>(wrong) != 0)
-    fail(op + " by " + (ours ? "trident" : "MPI") + " gave a wrong result at " +
+    fail(op + " by " + kImplNames[impl] + " gave a wrong result at " +
          std::to_string(b.full.size() * sizeof(float)) + " bytes");
 }
 
@@ -90,46 +119,45 @@ std::string human_bytes(std::size_t bytes) {
 
 struct Timing {
   int reps = 0;
-  double ours = 0;  // seconds per call, median
-  double mpi = 0;
+  double seconds[kImpls] = {};  // per call, median; by Impl
 };
 
 // Times `op` on buffers of `elements` floats (a multiple of the group size).
 Timing measure(const std::string& op, std::size_t elements, double seconds, const Comm& world) {
   Buffers b{std::vector<float>(elements), std::vector<float>(elements / world.size())};
-  check_result(op, true, b, world);
-  check_result(op, false, b, world);
+  for (int impl = 0; impl < kImpls; ++impl) check_result(op, Impl(impl), b, world);
   std::fill(b.full.begin(), b.full.end(), 0.0f);  // sums of zeros stay finite
 
-  // One repetition; both times are this rank's, so ranks' clocks never mix.
-  auto repetition = [&](int i, double& ours, double& mpi) {
-    for (int k = 0; k < 2; ++k) {
-      const bool run_ours = (k == 0) == (i % 2 == 0);  // alternate which goes first
+  // One repetition; the times are this rank's, so ranks' clocks never mix.
+  std::vector<double> times[kImpls];
+  auto repetition = [&](int i) {
+    for (int k = 0; k < kImpls; ++k) {
+      const Impl impl = Impl((i + k) % kImpls);  // rotate which goes first
       world.barrier();
       const double t0 = MPI_Wtime();
-      call(op, run_ours, b, world);
-      (run_ours ? ours : mpi) = MPI_Wtime() - t0;
+      call(op, impl, b, world);
+      times[impl].push_back(MPI_Wtime() - t0);
     }
   };
-  double warm_ours = 0, warm_mpi = 0;
   const double t0 = MPI_Wtime();
-  repetition(0, warm_ours, warm_mpi);
+  repetition(0);  // warm-up
   const double per_rep = world.all_reduce_value(MPI_Wtime() - t0, ReduceOp::max);
 
   Timing t;
   t.reps = std::clamp(static_cast<int>(seconds / per_rep), kMinReps, kMaxReps);
-  std::vector<double> ours(t.reps), mpi(t.reps);
-  for (int i = 0; i < t.reps; ++i) repetition(i, ours[i], mpi[i]);
-  world.all_reduce<double>(ours, ReduceOp::max);  // a call takes as long as its slowest rank
-  world.all_reduce<double>(mpi, ReduceOp::max);
-  t.ours = median(ours);
-  t.mpi = median(mpi);
+  for (std::vector<double>& v : times) v.clear();
+  for (int i = 0; i < t.reps; ++i) repetition(i);
+  for (int impl = 0; impl < kImpls; ++impl) {
+    // a call takes as long as its slowest rank (small: MPI's path)
+    MPI_Allreduce(MPI_IN_PLACE, times[impl].data(), t.reps, MPI_DOUBLE, MPI_MAX, world.get());
+    t.seconds[impl] = median(times[impl]);
+  }
   return t;
 }
 
 // nccl-tests' bus bandwidth, GB/s.
 double bus_bandwidth(const std::string& op, std::size_t bytes, double seconds, int n) {
-  const double factor = (op == "all_reduce" ? 2.0 : 1.0) * (n - 1) / n;
+  const double factor = op == "broadcast" ? 1.0 : (op == "all_reduce" ? 2.0 : 1.0) * (n - 1) / n;
   return static_cast<double>(bytes) / seconds * factor / 1e9;
 }
 
@@ -140,7 +168,7 @@ int main(int argc, char** argv) {
     const Comm world = Comm::world();
     std::size_t min_bytes = 4 << 10, max_bytes = 64 << 20;
     double seconds = 1.0;
-    std::vector<std::string> ops{"all_reduce", "all_gather", "reduce_scatter"};
+    std::vector<std::string> ops{"all_reduce", "all_gather", "reduce_scatter", "broadcast"};
     CLI::App app{"Time trident's collectives next to blocking MPI, interleaved in one run."};
     app.add_option("--min-bytes", min_bytes, "smallest message (full buffer), e.g. 4K")
         ->transform(CLI::AsSizeValue(false));
@@ -148,7 +176,7 @@ int main(int argc, char** argv) {
         ->transform(CLI::AsSizeValue(false));
     app.add_option("--ops", ops, "operations, comma-separated")
         ->delimiter(',')
-        ->check(CLI::IsMember({"all_reduce", "all_gather", "reduce_scatter"}));
+        ->check(CLI::IsMember({"all_reduce", "all_gather", "reduce_scatter", "broadcast"}));
     app.add_option("--seconds-per-size", seconds, "time to spend on each operation and size")
         ->check(CLI::PositiveNumber);
     parse_command_line(app, argc, argv, world);
@@ -156,6 +184,7 @@ int main(int argc, char** argv) {
       fail("need 1 <= --min-bytes <= --max-bytes, got " + std::to_string(min_bytes) + " and " +
            std::to_string(max_bytes));
 
+    const std::size_t shm_min_bytes = shm_tuning().min_bytes;
     const int threads = configure_threads(world);
     const int per_node = node_comm(world).size();
     const int p = world.size();
@@ -166,11 +195,11 @@ int main(int argc, char** argv) {
     if (world.rank() == 0)
       std::printf(
           "# bench_comm: %d ranks, %d ranks per node, %d threads per rank; %s\n"
-          "# float32 sum; time = median over reps of the slowest rank's call; "
-          "busbw as nccl-tests; mpi/trident > 1: trident is faster\n"
-          "%-15s %8s %5s %12s %12s %12s %12s %12s\n",
-          p, per_node, threads, library.c_str(), "op", "bytes", "reps", "trident_us",
-          "trident_GB/s", "mpi_us", "mpi_GB/s", "mpi/trident");
+          "# float32 sum; time = median over reps of the slowest rank's call; busbw as "
+          "nccl-tests; x/shm > 1: shm is faster; Comm takes shm from %s up\n"
+          "%-15s %6s %5s %10s %8s %10s %8s %10s %8s %8s %8s\n",
+          p, per_node, threads, library.c_str(), human_bytes(shm_min_bytes).c_str(), "op", "bytes",
+          "reps", "mpi_us", "GB/s", "trident_us", "GB/s", "shm_us", "GB/s", "mpi/shm", "trid/shm");
 
     for (const std::string& op : ops) {
       for (std::size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
@@ -178,11 +207,14 @@ int main(int argc, char** argv) {
         const std::size_t elements = std::max<std::size_t>(bytes / sizeof(float) / p, 1) * p;
         const std::size_t actual = elements * sizeof(float);
         const Timing t = measure(op, elements, seconds, world);
+        const double* s = t.seconds;
         if (world.rank() == 0)
-          std::printf("%-15s %8s %5d %12.1f %12.3f %12.1f %12.3f %12.2f\n", op.c_str(),
-                      human_bytes(actual).c_str(), t.reps, t.ours * 1e6,
-                      bus_bandwidth(op, actual, t.ours, p), t.mpi * 1e6,
-                      bus_bandwidth(op, actual, t.mpi, p), t.mpi / t.ours);
+          std::printf("%-15s %6s %5d %10.1f %8.3f %10.1f %8.3f %10.1f %8.3f %8.2f %8.2f\n",
+                      op.c_str(), human_bytes(actual).c_str(), t.reps, s[kMpi] * 1e6,
+                      bus_bandwidth(op, actual, s[kMpi], p), s[kTrident] * 1e6,
+                      bus_bandwidth(op, actual, s[kTrident], p), s[kShm] * 1e6,
+                      bus_bandwidth(op, actual, s[kShm], p), s[kMpi] / s[kShm],
+                      s[kTrident] / s[kShm]);
         std::fflush(stdout);
       }
     }

@@ -8,8 +8,13 @@
 // peak of communication buffers (ZeRO-3's gathered units live there). Traffic: CommStats bytes
 // on the "dp" communicator per step next to the formula (ZeRO paper §7.2, CommStats' convention:
 // the whole logical buffer of each call) and CommStats seconds (time inside DP calls and waits:
-// the communication that backward did not hide). Training: the bench model, one microbatch per
-// rank, the single process on world rank 0 alone, all variants interleaved step by step.
+// the communication that backward did not hide). Overlap: per stage, the DP communication
+// exposed per step next to all of it: the same trainer steps with overlap and without
+// (overlap_communication() = false: every nonblocking operation completes where it starts),
+// interleaved; CommStats seconds on "dp" are the exposed time in the first and the whole time
+// in the second; their difference is what computation hid. Training: the bench model, one
+// microbatch per rank, the single process on world rank 0 alone, all variants interleaved step
+// by step.
 #include <CLI/CLI.hpp>
 #include <trident/models/gpt2/cli.hpp>
 #include <trident/train/formulas.hpp>
@@ -52,15 +57,42 @@ void memory_row(const Comm& world, int stage) {
   std::fflush(stdout);
 }
 
+// One stage's step and DP communication, with overlap and without, interleaved for `seconds`.
+void overlap_row(const Comm& world, int stage, double seconds) {
+  gpt2::Trainer<float> t(world, zero_options(stage), TokenSource::synthetic(bench_model().vocab));
+  std::vector<double> dp_seconds[2];  // [overlap]
+  auto variant = [&](bool overlap) {
+    return [&, overlap] {
+      overlap_communication() = overlap;
+      comm_stats().reset();
+      const double step = step_seconds(world, t);  // after the step: not counted
+      dp_seconds[overlap].push_back(slowest(world, comm_stats().of("dp").total().seconds));
+      overlap_communication() = true;
+      return step;
+    };
+  };
+  const Timings timings = interleaved(world, seconds, {variant(true), variant(false)});
+  for (std::vector<double>& v : dp_seconds) v.erase(v.begin());  // the warm-up
+  const double exposed = median(dp_seconds[1]), total = median(dp_seconds[0]);
+  if (world.rank() == 0)
+    std::printf("ZeRO-%d %5zu %12.1f %12.1f %12.1f %12.1f %12.1f %8.0f%%\n", stage,
+                timings.seconds[0].size(), timings.median(0) * 1e3, timings.median(1) * 1e3,
+                exposed * 1e3, total * 1e3, (total - exposed) * 1e3,
+                100 * (total - exposed) / total);
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   return run_main(argc, argv, [](int argc, char** argv) {
     const Comm world = Comm::world();
-    double train_seconds = 30;
+    double train_seconds = 30, overlap_seconds = 10;
     CLI::App app{
         "ZeRO stages at DP=2: training next to one process, memory and traffic next to formulas."};
     app.add_option("--train-seconds", train_seconds, "time for the training rows")
+        ->capture_default_str();
+    app.add_option("--overlap-seconds", overlap_seconds, "time for each overlap row")
         ->capture_default_str();
     parse_command_line(app, argc, argv, world);
     require(world.size() == 2, "bench_zero runs on 2 ranks: mpiexec -n 2 ./bench_zero");
@@ -80,6 +112,15 @@ int main(int argc, char** argv) {
                   "optimizer", "model states", "comm bufs", "DP traffic", "DP ms");
     }
     for (int stage = 0; stage <= 3; ++stage) memory_row(world, stage);
+
+    if (world.rank() == 0)
+      std::printf(
+          "\n# DP communication per step (CommStats seconds on dp, slowest rank, median): "
+          "exposed with overlap, total without it (every operation completed where it starts)\n"
+          "%-6s %5s %12s %12s %12s %12s %12s %9s\n",
+          "stage", "reps", "step_ms", "step_ms_ser", "exposed_ms", "total_ms", "hidden_ms",
+          "hidden");
+    for (int stage = 0; stage <= 3; ++stage) overlap_row(world, stage, overlap_seconds);
 
     std::vector<std::unique_ptr<gpt2::Trainer<float>>> trainers;
     std::vector<std::pair<std::string, gpt2::Trainer<float>*>> rows;

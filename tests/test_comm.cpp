@@ -1,12 +1,16 @@
 // Comm: typed collectives against values computed by hand, CommStats against the documented
-// convention, MPI errors as exceptions, and agree().
+// convention, MPI errors as exceptions, and agree(); the shared-memory path against MPI's path
+// (exact on integer-valued data) and against the rank-order sum (bitwise).
 #include <chrono>
+#include <cmath>
+#include <cstring>
 #include <numeric>
 #include <thread>
 #include <vector>
 
 #include <trident/core/comm.hpp>
 #include <trident/core/environment.hpp>
+#include <trident/mesh/mesh.hpp>
 
 #include "mpi_test.hpp"
 
@@ -138,4 +142,157 @@ TEST_CASE("agree() turns one rank's failure into the same error on every rank") 
   }
   CHECK(seen == "cannot read data.txt on rank " + std::to_string(comm.size() - 1));
   CHECK_NOTHROW(agree(comm, true, "unused"));
+}
+
+// --- the shared-memory path (core/shm_collectives.hpp) ---------------------------------------
+
+namespace {
+
+// Runs `body` with the blocking collectives on the shared-memory path at every size (on) or on
+// MPI's path (off); `chunk_bytes` sets the pipeline buffer of segments made inside `body`.
+template <class Body>
+void with_shm(bool on, Body&& body, std::size_t chunk_bytes = shm_tuning().chunk_bytes) {
+  const ShmTuning saved = shm_tuning();
+  shm_tuning().enabled = on;
+  shm_tuning().min_bytes = 0;
+  shm_tuning().chunk_bytes = chunk_bytes;
+  body();
+  shm_tuning() = saved;
+}
+
+// The four collectives on `comm` over n elements per rank (reduce_scatter: n per shard),
+// integer-valued, by one path; every result concatenated.
+template <class T>
+std::vector<T> all_four(const Comm& comm, std::size_t n, ReduceOp op) {
+  const int p = comm.size(), r = comm.rank();
+  std::vector<T> x(n * p), out;
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<T>((r + 1) * (i % 7) - 3 * r);
+  std::vector<T> reduced(x.begin(), x.begin() + n);
+  comm.all_reduce(Span<T>(reduced), op);
+  std::vector<T> shard(n), gathered(n * p), broadcast(x.begin(), x.begin() + n);
+  comm.reduce_scatter<T>(x, shard);
+  std::vector<T> mine(n, static_cast<T>(10 * r + 1));
+  comm.all_gather<T>(mine, gathered);
+  comm.broadcast(Span<T>(broadcast), p - 1);
+  for (const auto* v : {&reduced, &shard, &gathered, &broadcast})
+    out.insert(out.end(), v->begin(), v->end());
+  return out;
+}
+
+// Both paths, exactly equal, at sizes not divisible by the group (1 round and many rounds).
+template <class T>
+void check_paths_equal(const Comm& comm) {
+  const std::size_t small_chunk = 64 * comm.size();  // the smallest buffer: many rounds
+  for (std::size_t chunk : {std::size_t(1) << 18, small_chunk}) {
+    const Comm fresh = comm.dup("shm-test");  // its segment is made with this chunk
+    for (std::size_t n : {1, 13, 1001, 4099}) {
+      for (ReduceOp op : {ReduceOp::sum, ReduceOp::max, ReduceOp::min}) {
+        std::vector<T> shm, mpi;
+        with_shm(
+            true, [&] { shm = all_four<T>(fresh, n, op); }, chunk);
+        with_shm(false, [&] { mpi = all_four<T>(fresh, n, op); });
+        CHECK_MESSAGE(shm == mpi, "n = " << n << ", chunk = " << chunk);
+      }
+    }
+  }
+}
+
+// Inputs whose sum depends on the order of the additions: magnitudes spread over 2^-20..2^20.
+template <class T>
+std::vector<T> order_sensitive(std::size_t n, int rank) {
+  std::vector<T> x(n);
+  std::uint64_t s = 0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(rank + 1);
+  for (T& v : x) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    const double u = static_cast<double>(s >> 11) / 9007199254740992.0;  // [0, 1)
+    v = static_cast<T>((u - 0.5) * std::ldexp(1.0, static_cast<int>(s % 41) - 20));
+  }
+  return x;
+}
+
+// x_0 + x_1 + ... + x_{p-1}, left to right, from every rank's input (gathered by MPI's path).
+template <class T>
+std::vector<T> rank_order_sum(const Comm& comm, const std::vector<T>& x) {
+  const std::size_t n = x.size();
+  std::vector<T> all(n * comm.size());
+  with_shm(false, [&] { comm.all_gather<T>(x, all); });
+  std::vector<T> sum(all.begin(), all.begin() + n);
+  for (int j = 1; j < comm.size(); ++j)
+    for (std::size_t i = 0; i < n; ++i) sum[i] += all[j * n + i];
+  return sum;
+}
+
+template <class T>
+void check_rank_order(const Comm& comm) {
+  const int p = comm.size();
+  const std::size_t n = 3001 * static_cast<std::size_t>(p);  // reduce_scatter: p shards of 3001
+  const std::vector<T> x = order_sensitive<T>(n, comm.rank());
+  const std::vector<T> expected = rank_order_sum(comm, x);
+  for (int run = 0; run < 2; ++run) {  // each run bitwise the rank-order sum
+    std::vector<T> reduced = x, shard(n / p);
+    with_shm(true, [&] {
+      comm.all_reduce(Span<T>(reduced));
+      comm.reduce_scatter<T>(x, shard);
+    });
+    CHECK(std::memcmp(reduced.data(), expected.data(), n * sizeof(T)) == 0);
+    CHECK(std::memcmp(shard.data(), expected.data() + comm.rank() * (n / p),
+                      shard.size() * sizeof(T)) == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("shared-memory collectives equal MPI's exactly on integer-valued data, odd sizes") {
+  const Comm comm = test::world().dup("shm");  // every rank launched: 1, 2, 4 or 8
+  check_paths_equal<double>(comm);
+  check_paths_equal<float>(comm);
+  check_paths_equal<std::int32_t>(comm);
+}
+
+TEST_CASE("shared-memory all_reduce and reduce_scatter add in rank order: bitwise, every run") {
+  const Comm comm = test::world().dup("shm");
+  check_rank_order<double>(comm);
+  check_rank_order<float>(comm);
+}
+
+TEST_CASE("shared-memory collectives on a mesh's TP and DP groups (sub-communicators)") {
+  TRIDENT_RANKS(4, comm);
+  const Mesh<> mesh(comm, MeshShape{2, 1, comm.size() / 2});
+  for (const Comm* group : {&mesh.tp(), &mesh.dp()}) {
+    check_paths_equal<double>(*group);
+    check_rank_order<double>(*group);
+  }
+}
+
+TEST_CASE("the shared-memory path counts what MPI's path counts, and Comm takes it when large") {
+  TRIDENT_RANKS(2, base);
+  const Comm comm = base.dup("counted");
+  const int n = comm.size();
+  CommCounts counts[2];
+  for (bool on : {true, false}) {
+    comm_stats().reset();
+    with_shm(on, [&] {
+      std::vector<float> a(1000), shard(300), full(300 * n);
+      comm.all_reduce(Span<float>(a));
+      comm.all_gather<float>(shard, full);
+      comm.reduce_scatter<float>(full, shard);
+      comm.broadcast(Span<float>(a), 0);
+    });
+    counts[on] = comm_stats().of("counted");
+  }
+  for (CommOp op :
+       {CommOp::all_reduce, CommOp::all_gather, CommOp::reduce_scatter, CommOp::broadcast}) {
+    CHECK(counts[1][op].calls == counts[0][op].calls);
+    CHECK(counts[1][op].bytes == counts[0][op].bytes);
+  }
+  CHECK(counts[1][CommOp::all_reduce].bytes == 1000 * sizeof(float));
+
+  // at the default threshold: a large message goes through the segment, rounds and all
+  const std::size_t big = 3 * shm_tuning().chunk_bytes / sizeof(double) + 7;
+  std::vector<double> x(big), y(big);
+  for (std::size_t i = 0; i < big; ++i)
+    x[i] = y[i] = static_cast<double>((i % 11) * (comm.rank() + 1));
+  comm.all_reduce(Span<double>(x));
+  with_shm(false, [&] { comm.all_reduce(Span<double>(y)); });
+  CHECK(x == y);
 }

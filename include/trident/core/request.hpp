@@ -46,6 +46,30 @@ inline WaitPolicy& wait_policy() {
   return policy;
 }
 
+// For measurements only (bench_zero's overlap table): false completes every nonblocking
+// collective inside the call that starts it, so no collective overlaps computation and the time
+// inside calls and waits (CommStats seconds) is all of its time. (Point-to-point stays as it is:
+// a send waited for at once could wait for a receive its peer has not posted yet.)
+inline bool& overlap_communication() {
+  static bool on = true;
+  return on;
+}
+
+namespace detail {
+// MPI requests of this process started and not yet completed. MPICH advances a nonblocking
+// operation only inside MPI calls of its ranks, so a rank that waits outside MPI (a barrier of
+// the shared-memory collectives) while some are pending calls progress() now and then: the
+// pending ones advance, and a peer waiting on one of them cannot wait for this rank forever.
+inline int& pending_requests() {
+  static int n = 0;
+  return n;
+}
+inline void progress() {
+  int flag = 0;
+  MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+}
+}  // namespace detail
+
 // test_yield's tuning: yield for `yield_seconds` of a point-to-point wait, then nap `nap_seconds`
 // between tests (the kernel adds its timer slack, ~50 us); give up after `timeout_seconds`.
 // Read from the environment when the process starts: TRIDENT_YIELD_US (yield_seconds, in
@@ -80,8 +104,27 @@ inline WaitTuning& wait_tuning() {
 }
 
 namespace detail {
+// Calls `done()` until it returns true, and `idle(seconds waited)` in between. Past the
+// deadline, or when another rank's watchdog has fired, the watchdog fires here. The clock is
+// read before each idle() when `clock_each_time`, else every 16th time. Shared by MPI requests
+// (complete(), below) and the barriers of the shared-memory collectives (shared_memory.hpp).
+template <class Done, class Idle>
+void wait_until(Done&& done, bool clock_each_time, const Waiting& what, Idle&& idle) {
+  const double start = now_seconds();
+  double now = start, next_probe = start + watchdog::kPollAfter;
+  for (unsigned spins = 1;; ++spins) {
+    if (done()) return;
+    if (clock_each_time || spins % 16 == 0) now = now_seconds();
+    if (now >= next_probe) {  // a long wait: has the deadline passed, or a watchdog fired?
+      if (now - start > wait_tuning().timeout_seconds) watchdog::fire(what, now - start, true);
+      if (watchdog::alarm_heard()) watchdog::fire(what, now - start, false);
+      next_probe = now + watchdog::kPollEvery;
+    }
+    idle(now - start);
+  }
+}
+
 // Completes `request` under the current policy; a point-to-point operation (send/recv) may nap.
-// Past the deadline, or when another rank's watchdog has fired, the watchdog fires here.
 inline void complete(MPI_Request& request, MPI_Status* status, const Waiting& what) {
   if (request == MPI_REQUEST_NULL) return;
   if (wait_policy() == WaitPolicy::block) {
@@ -91,24 +134,20 @@ inline void complete(MPI_Request& request, MPI_Status* status, const Waiting& wh
   const bool may_nap = what.op == CommOp::send || what.op == CommOp::recv;
   const WaitTuning& tuning = wait_tuning();
   const timespec nap{0, static_cast<long>(tuning.nap_seconds * 1e9)};
-  const double start = now_seconds();
-  double now = start, next_probe = start + watchdog::kPollAfter;
-  int done = 0;
-  for (unsigned spins = 1;; ++spins) {
-    check_mpi(MPI_Test(&request, &done, status ? status : MPI_STATUS_IGNORE), "MPI_Test");
-    if (done) return;
-    // point-to-point reads the clock each time (when to nap); a collective every 16th time
-    if (may_nap || spins % 16 == 0) now = now_seconds();
-    if (now >= next_probe) {  // a long wait: has the deadline passed, or a watchdog fired?
-      if (now - start > tuning.timeout_seconds) watchdog::fire(what, now - start, true);
-      if (watchdog::alarm_heard()) watchdog::fire(what, now - start, false);
-      next_probe = now + watchdog::kPollEvery;
-    }
-    if (!may_nap || now - start < tuning.yield_seconds)
-      sched_yield();
-    else
-      nanosleep(&nap, nullptr);
-  }
+  // point-to-point reads the clock each time (when to nap); a collective every 16th time
+  wait_until(
+      [&] {
+        int done = 0;
+        check_mpi(MPI_Test(&request, &done, status ? status : MPI_STATUS_IGNORE), "MPI_Test");
+        return done != 0;
+      },
+      may_nap, what,
+      [&](double waited) {
+        if (!may_nap || waited < tuning.yield_seconds)
+          sched_yield();
+        else
+          nanosleep(&nap, nullptr);
+      });
 }
 }  // namespace detail
 
@@ -118,7 +157,9 @@ class Request {
  public:
   Request() = default;
   Request(MPI_Request request, std::string comm, CommOp op, Waiting what = {})
-      : request_(request), comm_(std::move(comm)), op_(op), what_(what) {}
+      : request_(request), comm_(std::move(comm)), op_(op), what_(what) {
+    if (active()) detail::pending_requests() += 1;
+  }
   Request(Request&& other) noexcept { *this = std::move(other); }
   Request& operator=(Request&& other) noexcept {
     if (this != &other) {
@@ -142,6 +183,7 @@ class Request {
     if (!active()) return;
     const double t0 = detail::now_seconds();
     detail::complete(request_, status, what_);
+    detail::pending_requests() -= 1;
     const double t1 = detail::now_seconds();
     comm_stats().add_seconds(comm_, op_, t1 - t0);
     flight_recorder().end(what_.record, t1);
@@ -154,6 +196,7 @@ class Request {
     int done = 0;
     check_mpi(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "MPI_Test");
     if (done) {
+      detail::pending_requests() -= 1;
       flight_recorder().end(what_.record, detail::now_seconds());
       keep_.reset();
     }

@@ -1,0 +1,218 @@
+// trident/core/shared_memory.hpp: a communicator's shared-memory segment, where the collectives
+// of shm_collectives.hpp move their data.
+//
+// Ranks of one node can read each other's memory: an MPI-3 shared window
+// (MPI_Win_allocate_shared) gives each rank a region that every other rank of the communicator
+// maps too. A communicator gets its segment on its first collective that takes this path (so
+// the making is collective, as that call is), cached on the MPI communicator as an attribute:
+// every Comm handle to it (world(), borrowed()) shares one segment, and MPI_Comm_free frees it
+// through the attribute's delete callback. A communicator whose ranks span nodes
+// (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) finds fewer ranks than the group; the nodes of
+// cmake/cluster.sh have separate IPC namespaces, so they are found apart) caches "none" and
+// keeps MPI's collectives.
+//
+// Bounded memory: each rank's region is one 128-byte line (rank 0's holds the barrier), then
+// kBuffers buffers of chunk_bytes; messages larger than a buffer are cut into rounds and
+// pipelined through them (shm_collectives.hpp).
+// Barrier: a central counter; the last rank to arrive resets it and advances the generation.
+// A waiting rank reads the generation with sched_yield() in between for spin_seconds (when the
+// group has no more ranks than this process has cores), then sleeps on it (a futex, woken by
+// the last arrival). Sleeping matters when ranks outnumber
+// cores: a rank yielding in a loop still takes its fair share of the core from the ranks that
+// copy and add (measured, bench_comm at 8 ranks on 2 cores: a 1 MiB all-reduce took ~2 ms per
+// barrier with yields alone). The waits keep trident's deadline and watchdog (request.hpp).
+#pragma once
+
+#include <linux/futex.h>
+#include <mpi.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <cstdlib>
+#include <exception>
+#include <vector>
+
+#include "error.hpp"
+#include "request.hpp"
+
+namespace trident {
+
+// When the blocking collectives take the shared-memory path. Read from the environment when the
+// process starts: TRIDENT_SHM=0 turns it off; TRIDENT_SHM_MIN_BYTES (smaller messages keep
+// MPI's path); TRIDENT_SHM_CHUNK_BYTES (one pipeline buffer per rank; read when a segment is
+// made, so it must be equal on every rank); TRIDENT_SHM_SPIN_US (spin_seconds, in us).
+struct ShmTuning {
+  bool enabled = true;
+  std::size_t min_bytes = 16 << 10;
+  std::size_t chunk_bytes = 1 << 20;  // bench_comm, 8 ranks: 1.2-1.5x faster than 256 KiB
+  double spin_seconds = 50e-6;        // a barrier's wait yields this long, then sleeps
+};
+
+inline ShmTuning& shm_tuning() {
+  static ShmTuning tuning = [] {
+    ShmTuning t;
+    if (const char* on = std::getenv("TRIDENT_SHM")) t.enabled = std::atoi(on) != 0;
+    if (const char* b = std::getenv("TRIDENT_SHM_MIN_BYTES")) t.min_bytes = std::atol(b);
+    if (const char* b = std::getenv("TRIDENT_SHM_CHUNK_BYTES")) t.chunk_bytes = std::atol(b);
+    if (const char* us = std::getenv("TRIDENT_SHM_SPIN_US")) t.spin_seconds = std::atof(us) * 1e-6;
+    return t;
+  }();
+  return tuning;
+}
+
+class SharedSegment {
+ public:
+  static constexpr int kBuffers = 3;
+  static constexpr std::size_t kLine = 128;  // the barrier's line (two cache lines: no sharing)
+
+  // Collective over `comm`, whose ranks all share one node's memory.
+  SharedSegment(MPI_Comm comm, std::size_t chunk_bytes)
+      : chunk_bytes_((chunk_bytes + kLine - 1) / kLine * kLine) {
+    MPI_Comm_size(comm, &size_);
+    MPI_Comm_rank(comm, &rank_);
+    cpu_set_t cores;
+    int fits = sched_getaffinity(0, sizeof cores, &cores) == 0 && size_ <= CPU_COUNT(&cores);
+    MPI_Request agree = MPI_REQUEST_NULL;  // the same answer on every rank
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, &fits, 1, MPI_INT, MPI_MIN, comm, &agree),
+              "MPI_Iallreduce");
+    detail::complete(agree, nullptr, Waiting{});
+    oversubscribed_ = !fits;
+    spin_seconds_ = fits ? shm_tuning().spin_seconds : 0;
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "alloc_shared_noncontig", "true");  // each rank's region near its core
+    char* mine = nullptr;
+    const auto bytes = static_cast<MPI_Aint>(kLine + kBuffers * chunk_bytes_);
+    check_mpi(MPI_Win_allocate_shared(bytes, 1, info, comm, &mine, &win_),
+              "MPI_Win_allocate_shared");
+    MPI_Info_free(&info);
+    bases_.resize(static_cast<std::size_t>(size_));
+    for (int j = 0; j < size_; ++j) {
+      MPI_Aint size = 0;
+      int unit = 0;
+      check_mpi(MPI_Win_shared_query(win_, j, &size, &unit, &bases_[j]), "MPI_Win_shared_query");
+    }
+    MPI_Win_lock_all(MPI_MODE_NOCHECK, win_);
+    words_ = reinterpret_cast<BarrierWords*>(bases_[0]);
+    if (rank_ == 0) *words_ = BarrierWords{};
+    MPI_Request request = MPI_REQUEST_NULL;  // the barrier is zero before anyone uses it
+    check_mpi(MPI_Ibarrier(comm, &request), "MPI_Ibarrier");
+    detail::complete(request, nullptr, Waiting{});
+  }
+  // Collective (MPI_Win_free). Skipped while an exception unwinds (other ranks may not come):
+  // the window then stays until MPI_Finalize.
+  ~SharedSegment() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized || std::uncaught_exceptions() > 0) return;
+    MPI_Win_unlock_all(win_);
+    MPI_Win_free(&win_);
+  }
+  SharedSegment(const SharedSegment&) = delete;
+  SharedSegment& operator=(const SharedSegment&) = delete;
+
+  int size() const { return size_; }
+  int rank() const { return rank_; }
+  // The group has more ranks than this process has cores (the same on every rank).
+  bool oversubscribed() const { return oversubscribed_; }
+  std::size_t chunk_bytes() const { return chunk_bytes_; }
+  // Buffer b of rank j: chunk_bytes, readable and writable by every rank.
+  template <class T>
+  T* buffer(int j, int b) const {
+    return reinterpret_cast<T*>(bases_[j] + kLine + static_cast<std::size_t>(b) * chunk_bytes_);
+  }
+
+  // The barrier in two halves: arrive() says this rank is done with what came before;
+  // wait_all() returns once every rank has arrived as often as this one.
+  void arrive() {
+    ++arrived_;
+    if (__atomic_add_fetch(&words_->arrived, 1, __ATOMIC_SEQ_CST) != static_cast<unsigned>(size_))
+      return;
+    __atomic_store_n(&words_->arrived, 0, __ATOMIC_RELAXED);  // ordered by the next store
+    __atomic_store_n(&words_->generation, arrived_, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&words_->sleepers, __ATOMIC_SEQ_CST) > 0)
+      syscall(SYS_futex, &words_->generation, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+  }
+  void wait_all(const Waiting& what) {
+    std::uint32_t seen = 0;
+    auto passed = [&] {  // generations compare modulo 2^32
+      seen = __atomic_load_n(&words_->generation, __ATOMIC_ACQUIRE);
+      return static_cast<std::int32_t>(seen - arrived_) >= 0;
+    };
+    const double spin = spin_seconds_;
+    // sleep at most 10 ms between the watchdog's checks; 0.2 ms while requests are pending
+    const timespec most{0, detail::pending_requests() > 0 ? 200'000 : 10'000'000};
+    detail::wait_until(passed, true, what, [&](double waited) {
+      if (detail::pending_requests() > 0) detail::progress();  // request.hpp
+      if (waited < spin) return static_cast<void>(sched_yield());
+      // a sleeper is counted before it sleeps: either the last arrival sees it and wakes it,
+      // or the generation has moved on and FUTEX_WAIT returns at once
+      __atomic_add_fetch(&words_->sleepers, 1, __ATOMIC_SEQ_CST);
+      syscall(SYS_futex, &words_->generation, FUTEX_WAIT, seen, &most, nullptr, 0);
+      __atomic_sub_fetch(&words_->sleepers, 1, __ATOMIC_SEQ_CST);
+    });
+  }
+  void barrier(const Waiting& what) {
+    arrive();
+    wait_all(what);
+  }
+
+ private:
+  struct BarrierWords {
+    std::uint32_t arrived;     // ranks arrived at the current barrier
+    std::uint32_t generation;  // barriers completed (the futex word)
+    std::uint32_t sleepers;    // ranks asleep on the generation
+  };
+
+  MPI_Win win_ = MPI_WIN_NULL;
+  BarrierWords* words_ = nullptr;  // in rank 0's line
+  int size_ = 0, rank_ = 0;
+  std::size_t chunk_bytes_ = 0;
+  double spin_seconds_ = 0;  // a barrier's wait yields this long, then sleeps
+  bool oversubscribed_ = false;
+  std::vector<char*> bases_;   // each rank's region, mapped in this process
+  std::uint32_t arrived_ = 0;  // barriers this rank has arrived at (modulo 2^32)
+};
+
+namespace detail {
+inline int segment_delete(MPI_Comm, int, void* segment, void*) {
+  delete static_cast<SharedSegment*>(segment);
+  return MPI_SUCCESS;
+}
+inline int segment_keyval() {
+  static int key = [] {
+    int k = MPI_KEYVAL_INVALID;
+    check_mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &segment_delete, &k, nullptr),
+              "MPI_Comm_create_keyval");
+    return k;
+  }();
+  return key;
+}
+}  // namespace detail
+
+// The segment of `comm`; nullptr when its ranks span nodes. Collective on the first call.
+inline SharedSegment* shared_segment(MPI_Comm comm) {
+  void* value = nullptr;
+  int found = 0;
+  check_mpi(MPI_Comm_get_attr(comm, detail::segment_keyval(), &value, &found), "MPI_Comm_get_attr");
+  if (found) return static_cast<SharedSegment*>(value);
+  int size = 0, rank = 0, node_size = 0;
+  MPI_Comm_size(comm, &size);
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm node = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node),
+            "MPI_Comm_split_type");
+  MPI_Comm_size(node, &node_size);
+  MPI_Comm_free(&node);
+  // at least 64 bytes per rank and round: a reduce-scatter's round holds one piece per rank
+  const std::size_t chunk = std::max(shm_tuning().chunk_bytes, 64 * static_cast<std::size_t>(size));
+  SharedSegment* segment = node_size == size ? new SharedSegment(comm, chunk) : nullptr;
+  check_mpi(MPI_Comm_set_attr(comm, detail::segment_keyval(), segment), "MPI_Comm_set_attr");
+  return segment;
+}
+
+}  // namespace trident

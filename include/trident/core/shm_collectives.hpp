@@ -1,0 +1,211 @@
+// trident/core/shm_collectives.hpp: all-reduce, reduce-scatter, all-gather and broadcast through
+// a communicator's shared-memory segment (shared_memory.hpp), for ranks on one node.
+//
+// Each collective cuts the message into rounds that fit one buffer and runs them as a pipeline
+// of stages over the segment's 3 buffers: in phase t, stage s works on round t - s (in buffer
+// (t - s) mod 3), then the ranks meet at a barrier. One barrier per round, whatever the stages:
+//   all_reduce      0: copy my round in   1: reduce my part of it   2: copy the others' parts out
+//    (of 2 ranks)   0: copy my round in   1: reduce all of it
+//   reduce_scatter  0: copy my round in   1: reduce my shard's piece, straight into the output
+// (A rank never copies in what only it reads: its own part, or its own shard's piece.)
+//   all_gather      0: copy my piece in   1: copy every piece out
+//   broadcast       0: root copies in     1: the others copy out
+// A buffer is written again 3 phases after it was written, when every rank has passed the two
+// barriers since. The last phase only arrives at its barrier; the next collective on the
+// segment waits for it first (a barrier split in two, so ranks that go on computing don't wait).
+//
+// Fixed reduction order: element i of a part is ((x_0 + x_1) + x_2) + ... + x_{p-1} over the
+// ranks in order, always, so results are bitwise identical from run to run (MPI's order
+// depends on its algorithm). Memory traffic: each input read once, each output written once,
+// plus the reads and writes of the segment, which stay in cache (a round is small).
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+#include "bf16.hpp"
+#include "datatype.hpp"
+#include "shared_memory.hpp"
+#include "span.hpp"
+
+namespace trident::shm {
+
+// The element types this path reduces; sums of bf16 are widened to float and rounded once per
+// addition, as datatype.hpp's bf16_sum does.
+template <class T>
+inline constexpr bool kReducible = std::is_arithmetic_v<T> || std::is_same_v<T, bf16>;
+
+namespace detail {
+
+template <class T>
+T combine(T a, T b, ReduceOp op) {
+  if constexpr (std::is_same_v<T, bf16>) {
+    return bf16(static_cast<float>(a) + static_cast<float>(b));  // only sums on bf16
+  } else {
+    return op == ReduceOp::sum ? a + b : op == ReduceOp::max ? std::max(a, b) : std::min(a, b);
+  }
+}
+
+// out[i] (and out2[i] when not null) <- x_0[i] op x_1[i] op ... op x_{p-1}[i], left to right,
+// where x_j = rank j's buffer b from element `first`, except this rank's own x, read from
+// `mine` (never copied to the segment); i in [0, n). Blocks of kBlock elements are summed in a
+// local accumulator (L1), so out may be `mine` or a buffer.
+template <class T>
+void reduce_buffers(const SharedSegment& s, int b, std::size_t first, std::size_t n, const T* mine,
+                    T* out, T* out2, ReduceOp op) {
+  constexpr std::size_t kBlock = 1024;
+  T acc[kBlock];
+  auto x_of = [&](int j, std::size_t at) {
+    return j == s.rank() ? mine + at : s.buffer<T>(j, b) + first + at;
+  };
+  for (std::size_t at = 0; at < n; at += kBlock) {
+    const std::size_t m = std::min(kBlock, n - at);
+    std::memcpy(acc, x_of(0, at), m * sizeof(T));
+    for (int j = 1; j < s.size(); ++j) {
+      const T* x = x_of(j, at);
+      bool done = false;
+      if constexpr (!std::is_same_v<T, bf16>) {
+        if (op == ReduceOp::sum) {  // the common case, vectorized
+          for (std::size_t i = 0; i < m; ++i) acc[i] += x[i];
+          done = true;
+        }
+      }
+      if (!done)
+        for (std::size_t i = 0; i < m; ++i) acc[i] = combine(acc[i], x[i], op);
+    }
+    std::memcpy(out + at, acc, m * sizeof(T));
+    if (out2) std::memcpy(out2 + at, acc, m * sizeof(T));
+  }
+}
+
+// Copies [0, len) of `from` to `to` but for [skip_lo, skip_hi).
+template <class T>
+void copy_around(T* to, const T* from, std::size_t len, std::size_t skip_lo, std::size_t skip_hi) {
+  std::memcpy(to, from, skip_lo * sizeof(T));
+  std::memcpy(to + skip_hi, from + skip_hi, (len - skip_hi) * sizeof(T));
+}
+
+// Runs rounds 0..rounds-1 of a collective through `Stages` stages; stage(s, round, buffer).
+template <int Stages, class Stage>
+void pipeline(SharedSegment& s, std::size_t rounds, const Waiting& what, Stage&& stage) {
+  static_assert(Stages <= SharedSegment::kBuffers, "a round's buffer is reused after kBuffers");
+  s.wait_all(what);  // every rank has left the previous collective's buffers
+  const std::size_t phases = rounds + Stages - 1;
+  for (std::size_t t = 0; t < phases; ++t) {
+    for (int k = Stages - 1; k >= 0; --k) {
+      const std::size_t stage_k = static_cast<std::size_t>(k);
+      if (t >= stage_k && t - stage_k < rounds)
+        stage(k, t - stage_k, static_cast<int>((t - stage_k) % SharedSegment::kBuffers));
+    }
+    if (t + 1 < phases)
+      s.barrier(what);
+    else
+      s.arrive();
+  }
+}
+
+inline std::size_t ceil_div(std::size_t a, std::size_t b) {
+  return (a + b - 1) / b;
+}
+
+}  // namespace detail
+
+// buf <- op over the group of buf, in place. Two ranks each add the whole round (both inputs,
+// in rank order: the same result on both), which saves a stage and the copies of the results;
+// more ranks split the work, rank r reducing part r of each round, elements
+// [len r / p, len (r+1) / p) of the round's len, and copying the others' parts out.
+template <class T>
+void all_reduce(SharedSegment& s, Span<T> buf, ReduceOp op, const Waiting& what) {
+  const int p = s.size(), r = s.rank();
+  const std::size_t n = buf.size(), per_round = s.chunk_bytes() / sizeof(T);
+  const std::size_t rounds = detail::ceil_div(n, per_round);
+  auto round_of = [&](std::size_t round, std::size_t& off) {
+    off = round * per_round;
+    return std::min(per_round, n - off);
+  };
+  if (p == 2) {
+    detail::pipeline<2>(s, rounds, what, [&](int stage, std::size_t round, int b) {
+      std::size_t off = 0;
+      const std::size_t len = round_of(round, off);
+      T* mine = buf.data() + off;
+      if (stage == 0)
+        std::memcpy(s.buffer<T>(r, b), mine, len * sizeof(T));
+      else
+        detail::reduce_buffers(s, b, 0, len, mine, mine, static_cast<T*>(nullptr), op);
+    });
+    return;
+  }
+  auto part = [&](std::size_t len, int j) { return len * static_cast<std::size_t>(j) / p; };
+  detail::pipeline<3>(s, rounds, what, [&](int stage, std::size_t round, int b) {
+    std::size_t off = 0;
+    const std::size_t len = round_of(round, off);
+    const std::size_t lo = part(len, r), hi = part(len, r + 1);
+    if (stage == 0) {
+      detail::copy_around(s.buffer<T>(r, b), buf.data() + off, len, lo, hi);
+    } else if (stage == 1) {
+      T* mine = buf.data() + off + lo;  // the result goes back there and to the segment
+      detail::reduce_buffers(s, b, lo, hi - lo, mine, s.buffer<T>(r, b) + lo, mine, op);
+    } else {
+      for (int j = 0; j < p; ++j) {
+        if (j == r) continue;
+        const std::size_t lo_j = part(len, j), hi_j = part(len, j + 1);
+        std::memcpy(buf.data() + off + lo_j, s.buffer<T>(j, b) + lo_j, (hi_j - lo_j) * sizeof(T));
+      }
+    }
+  });
+}
+
+// out <- shard `rank` of the sum of `in`; in: (p * n), out: (n). A round holds one piece of
+// each of the p shards of this rank's input.
+template <class T>
+void reduce_scatter(SharedSegment& s, Span<const T> in, Span<T> out, const Waiting& what) {
+  const int p = s.size(), r = s.rank();
+  const std::size_t n = out.size(), per_round = s.chunk_bytes() / sizeof(T) / p;
+  detail::pipeline<2>(
+      s, detail::ceil_div(n, per_round), what, [&](int stage, std::size_t round, int b) {
+        const std::size_t off = round * per_round, len = std::min(per_round, n - off);
+        if (stage == 0) {
+          for (int j = 0; j < p; ++j)
+            if (j != r)
+              std::memcpy(s.buffer<T>(r, b) + j * len, in.data() + j * n + off, len * sizeof(T));
+        } else {
+          detail::reduce_buffers<T>(s, b, r * len, len, in.data() + r * n + off, out.data() + off,
+                                    nullptr, ReduceOp::sum);
+        }
+      });
+}
+
+// out <- the shards `in` of all ranks in rank order; in: (n), out: (p * n).
+template <class T>
+void all_gather(SharedSegment& s, Span<const T> in, Span<T> out, const Waiting& what) {
+  const int p = s.size(), r = s.rank();
+  const std::size_t n = in.size(), per_round = s.chunk_bytes() / sizeof(T);
+  detail::pipeline<2>(
+      s, detail::ceil_div(n, per_round), what, [&](int stage, std::size_t round, int b) {
+        const std::size_t off = round * per_round, len = std::min(per_round, n - off);
+        if (stage == 0) {
+          std::memcpy(s.buffer<T>(r, b), in.data() + off, len * sizeof(T));
+        } else {
+          for (int j = 0; j < p; ++j)
+            std::memcpy(out.data() + j * n + off, s.buffer<T>(j, b), len * sizeof(T));
+        }
+      });
+}
+
+// buf <- root's buf.
+template <class T>
+void broadcast(SharedSegment& s, Span<T> buf, int root, const Waiting& what) {
+  const std::size_t n = buf.size(), per_round = s.chunk_bytes() / sizeof(T);
+  const bool is_root = s.rank() == root;
+  detail::pipeline<2>(
+      s, detail::ceil_div(n, per_round), what, [&](int stage, std::size_t round, int b) {
+        const std::size_t off = round * per_round, len = std::min(per_round, n - off);
+        if (stage == 0 && is_root)
+          std::memcpy(s.buffer<T>(root, b), buf.data() + off, len * sizeof(T));
+        else if (stage == 1 && !is_root)
+          std::memcpy(buf.data() + off, s.buffer<T>(root, b), len * sizeof(T));
+      });
+}
+
+}  // namespace trident::shm
