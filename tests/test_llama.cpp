@@ -103,7 +103,8 @@ TEST_CASE("llama: TP=2, without and with sequence parallelism, matches one proce
   for (bool sp : {false, true}) {
     auto comm = test::first_ranks(2, test::current_test_name());
     if (!comm) continue;
-    INFO(std::string(sp ? "TP=2 with SP" : "TP=2"));
+    const std::string name = sp ? "TP=2 with SP" : "TP=2";
+    INFO(name);
     TrainOptions o = small_run({2, 1, 1});
     o.sequence_parallel = sp;
     check_against_single_process(*comm, small_model(), o);
@@ -114,7 +115,8 @@ TEST_CASE("llama: PP=2 with 1F1B and with ZB-H1 matches one process in double") 
   for (auto schedule : {pp::ScheduleKind::one_f_one_b, pp::ScheduleKind::zb_h1}) {
     auto comm = test::first_ranks(2, test::current_test_name());
     if (!comm) continue;
-    INFO(std::string("schedule ") + pp::to_string(schedule));
+    const std::string name = pp::to_string(schedule);
+    INFO("schedule " << name);
     TrainOptions o = small_run({1, 2, 1});
     o.schedule = schedule;
     o.microbatches = 4;
