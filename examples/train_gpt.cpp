@@ -55,8 +55,8 @@ int train(const Comm& world, Flags& f, TokenSource data) {
         "%d tokens, %d microbatches | %s%s, ZeRO-%d, %s/%s | data %s\n",
         mesh.to_string().c_str(), o.model.parameter_count(), o.model.layers, o.model.hidden,
         o.model.heads, o.model.vocab, o.model.seq, o.batch, o.model.seq, o.microbatches,
-        pp::to_string(o.schedule), o.sequence_parallel ? ", SP" : "", o.zero.stage, f.run.dtype.c_str(),
-        f.run.precision.c_str(), data.name().c_str());
+        pp::to_string(o.schedule), o.sequence_parallel ? ", SP" : "", o.zero.stage,
+        f.run.dtype.c_str(), f.run.precision.c_str(), data.name().c_str());
   std::vector<double> losses;
   std::vector<int> skipped;  // steps skipped for a non-finite loss or gradient norm
   std::vector<StepResult> measured;
@@ -133,7 +133,8 @@ int train(const Comm& world, Flags& f, TokenSource data) {
   if (!f.svg.empty())
     pp::write_timeline_svg(f.svg, timeline, "train_gpt, last step, " + mesh.to_string(), "rank");
   if (!f.run.json.empty()) {
-    nlohmann::json j = run_json(o, f.run, data.name(), losses, first, tokens_per_s, skipped, report);
+    nlohmann::json j =
+        run_json(o, f.run, data.name(), losses, first, tokens_per_s, skipped, report);
     j["config"].update({{"vocab", o.model.vocab},
                         {"seq", o.model.seq},
                         {"layers", o.model.layers},

@@ -15,3 +15,9 @@ trident_cli_error(llama_seq_not_divisible_by_tp RANKS 2 PROGRAM train_llama ARGS
   EXPECT "sequence parallelism needs the sequence length 7 to be divisible by TP=2")
 trident_cli_error(llama_odd_head_size RANKS 1 PROGRAM train_llama ARGS ${tiny_llama} --hidden 36
   EXPECT "RoPE rotates pairs of features: the head size 9 (hidden 36 / 4 heads) must be even")
+
+# The same per-step losses on a mesh as in one process (trident_same_losses: tests/cli/cli.cmake).
+trident_same_losses(llama_tp2_sp RANKS 2 PROGRAM train_llama ARGS --tp 2 --sequence-parallel
+  BOTH --kv-heads 2)
+trident_same_losses(llama_pp2_dp2_zero3 RANKS 4 PROGRAM train_llama ARGS --pp 2 --dp 2 --zero 3
+  BOTH --kv-heads 1)

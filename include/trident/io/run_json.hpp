@@ -68,8 +68,8 @@ inline nlohmann::json run_json(const TrainOptions& o, const RunFlags& f, const s
 // Text that is not UTF-8 (sampled bytes) is written with U+FFFD for the invalid sequences.
 inline void write_json(const std::string& path, const nlohmann::json& j) {
   std::ofstream out(path);
-  require(static_cast<bool>(
-              out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n"),
+  require(static_cast<bool>(out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                                << "\n"),
           "cannot write the report '" + path + "'");
 }
 

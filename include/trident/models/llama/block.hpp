@@ -55,11 +55,11 @@ struct BlockActivations {
 // by the weight half (W) together with the layers' inputs in BlockActivations (Qi et al. 2023).
 template <class T>
 struct BlockGradients {
-  Buffer<T> dout;              // (n, C) the block's output gradient: down's dy
-  Buffer<T> dy_mlp, dy_attn;   // (N, C) under SP: the row-parallel layers' dy gathered
-  Buffer<T> d_gate_up;         // (N, 2 Fl) gate/up's dy (after SwiGLU's backward)
+  Buffer<T> dout;                 // (n, C) the block's output gradient: down's dy
+  Buffer<T> dy_mlp, dy_attn;      // (N, C) under SP: the row-parallel layers' dy gathered
+  Buffer<T> d_gate_up;            // (N, 2 Fl) gate/up's dy (after SwiGLU's backward)
   Buffer<T> dnorm2, dx2, dnorm1;  // (n, C) RMSNorm2's dy, o's dy, RMSNorm1's dy
-  Buffer<T> d_qkv;             // (N, Wd) QKV's dy (after RoPE's backward)
+  Buffer<T> d_qkv;                // (N, Wd) QKV's dy (after RoPE's backward)
 };
 
 // The decoder block of model/decoder_stage.hpp's interface.
@@ -160,8 +160,8 @@ class Block {
                           a.gate_up.data(), a.gate_up.data() + Fl_, int(N), Fl_, 2 * Fl_);
     gate_up_.backward(tp_, d.dnorm2.data(), sp ? dnorm_full.data() : d.dnorm2.data(), G(kGateUp),
                       nullptr, d.d_gate_up.data(), a.norm2.data(), W(kGateUp), int(N), part);
-    nn::rmsnorm_backward(d_norm_in.data(), G(kMlpNorm), d.dnorm2.data(), a.x2.data(),
-                         W(kMlpNorm), a.rstd2.data(), int(n), C_, part);
+    nn::rmsnorm_backward(d_norm_in.data(), G(kMlpNorm), d.dnorm2.data(), a.x2.data(), W(kMlpNorm),
+                         a.rstd2.data(), int(n), C_, part);
     if (in) add(d.dx2.data(), dy, d_norm_in.data(), n * C_);
     // attention half: x2 = x + o(attention(rope(qkv(rmsnorm1(x)))))
     o_.backward(tp_, d_att.data(), G(kO), nullptr, d.dx2.data(), d.dy_attn.data(), a.att.data(),
@@ -174,8 +174,8 @@ class Block {
     qkv_.backward(tp_, d.dnorm1.data(), sp ? dnorm_full.data() : d.dnorm1.data(),
                   {G(kQ), G(kK), G(kV)}, d.d_qkv.data(), a.norm1.data(), qkv_weights(w), int(N),
                   part);
-    nn::rmsnorm_backward(d_norm_in.data(), G(kAttnNorm), d.dnorm1.data(), a.x.data(),
-                         W(kAttnNorm), a.rstd1.data(), int(n), C_, part);
+    nn::rmsnorm_backward(d_norm_in.data(), G(kAttnNorm), d.dnorm1.data(), a.x.data(), W(kAttnNorm),
+                         a.rstd1.data(), int(n), C_, part);
     if (in) add(dx, d.dx2.data(), d_norm_in.data(), n * C_);
   }
 

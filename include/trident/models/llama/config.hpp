@@ -40,11 +40,10 @@ struct Config {
     require(hidden % heads == 0,
             "hidden size " + s(hidden) + " is not divisible by the " + s(heads) + " heads");
     require(head_size() % 2 == 0, "RoPE rotates pairs of features: the head size " +
-                                      s(head_size()) + " (hidden " + s(hidden) + " / " +
-                                      s(heads) + " heads) must be even");
-    require(heads % kv_heads == 0, "the " + s(kv_heads) +
-                                       " KV heads do not divide the " + s(heads) +
-                                       " attention heads (grouped-query attention)");
+                                      s(head_size()) + " (hidden " + s(hidden) + " / " + s(heads) +
+                                      " heads) must be even");
+    require(heads % kv_heads == 0, "the " + s(kv_heads) + " KV heads do not divide the " +
+                                       s(heads) + " attention heads (grouped-query attention)");
     const long long C = hidden, largest = std::max({vocab * C, C * ffn(), C * heads});
     require(largest <= kMaxElements, "the model's largest weight has " + s(largest) +
                                          " elements, more than 2^31 - 1 (vocab " + s(vocab) +
@@ -58,9 +57,8 @@ struct Config {
 inline void validate_tensor_parallel(const Config& c, int tp, bool sequence_parallel) {
   auto s = [](long long v) { return std::to_string(v); };
   require(tp >= 1, "TP must be at least 1");
-  require(c.kv_heads % tp == 0, "the " + s(c.kv_heads) +
-                                    " KV heads are not divisible by TP=" + s(tp) +
-                                    " (each rank holds whole key/value heads)");
+  require(c.kv_heads % tp == 0, "the " + s(c.kv_heads) + " KV heads are not divisible by TP=" +
+                                    s(tp) + " (each rank holds whole key/value heads)");
   require(c.heads % tp == 0,
           "the " + s(c.heads) + " attention heads are not divisible by TP=" + s(tp));
   require(c.hidden % tp == 0, "hidden size " + s(c.hidden) + " is not divisible by TP=" + s(tp));

@@ -46,8 +46,8 @@ class Head {
         losses(MemoryKind::buffers, N);
     T* out = tp_.sequence_parallel ? local.data() : a.norm.data();
     nn::rmsnorm_forward(out, a.rstd.data(), x, w[0], n, C_, eps_);
-    head_.forward(tp_, losses.data(), a.probs.data(), out, a.norm.data(), w[1],
-                  data.targets.data(), N);
+    head_.forward(tp_, losses.data(), a.probs.data(), out, a.norm.data(), w[1], data.targets.data(),
+                  N);
     double sum = 0;
     for (int i = 0; i < N; ++i) sum += losses[i];
     return sum * scale;
@@ -66,10 +66,10 @@ class Head {
           std::size_t(n) * C_);
     T* dnorm = a.dnorm.data();
     head_.backward(tp_, dnorm, tp_.sequence_parallel ? dfull.data() : dnorm, g ? g[1] : nullptr,
-                   a.probs.data(), data.targets.data(), a.norm.data(), w ? w[1] : nullptr, scale,
-                   N, part);
-    nn::rmsnorm_backward(dx, g ? g[0] : nullptr, dnorm, x, w ? w[0] : nullptr, a.rstd.data(), n,
-                         C_, part);
+                   a.probs.data(), data.targets.data(), a.norm.data(), w ? w[1] : nullptr, scale, N,
+                   part);
+    nn::rmsnorm_backward(dx, g ? g[0] : nullptr, dnorm, x, w ? w[0] : nullptr, a.rstd.data(), n, C_,
+                         part);
   }
 
  private:

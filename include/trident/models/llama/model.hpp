@@ -56,8 +56,8 @@ class Model {
                 s(wide) + ") have more than 2^31 - 1 elements");
   }
   ModelDescription describe() const {
-    return {{"vocab", c_.vocab},   {"seq", c_.seq},           {"layers", c_.layers},
-            {"hidden", c_.hidden}, {"heads", c_.heads},       {"kv_heads", c_.kv_heads},
+    return {{"vocab", c_.vocab},   {"seq", c_.seq},     {"layers", c_.layers},
+            {"hidden", c_.hidden}, {"heads", c_.heads}, {"kv_heads", c_.kv_heads},
             {"ffn", c_.ffn()}};
   }
 

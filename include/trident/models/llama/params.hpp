@@ -29,7 +29,8 @@ inline std::int64_t padded_vocab(const Config& c, int tp) {
 
 // A (vocab, C) table split by rows over TP: the embedding, and the LM head.
 inline UnitSpec vocab_unit(const std::string& name, const Config& c, int tp) {
-  return {name, {{name + ".weight", {c.vocab, c.hidden}, Placement::Shard(0), padded_vocab(c, tp)}}};
+  return {name,
+          {{name + ".weight", {c.vocab, c.hidden}, Placement::Shard(0), padded_vocab(c, tp)}}};
 }
 inline UnitSpec norm_unit(const Config& c) {
   return {"norm", {{"norm.weight", {c.hidden}, Placement::Replicate(), 0, Init::ones, false}}};
@@ -40,15 +41,16 @@ inline UnitSpec block_unit(const Config& c, int layer) {
   auto gain = [&](std::string n) {
     return ParamSpec{p + n, {C}, Placement::Replicate(), 0, Init::ones, false};
   };
-  return {"layers." + std::to_string(layer),
-          {gain("input_layernorm.weight"),
-           {p + "self_attn.q_proj.weight", {C, H * D}, Placement::Shard(1)},
-           {p + "self_attn.k_proj.weight", {C, KV * D}, Placement::Shard(1)},
-           {p + "self_attn.v_proj.weight", {C, KV * D}, Placement::Shard(1)},
-           {p + "self_attn.o_proj.weight", {H * D, C}, Placement::Shard(0), 0, Init::residual_normal},
-           gain("post_attention_layernorm.weight"),
-           {p + "mlp.gate_up_proj.weight", {C, 2 * F}, Placement::Shard(1, 2)},
-           {p + "mlp.down_proj.weight", {F, C}, Placement::Shard(0), 0, Init::residual_normal}}};
+  return {
+      "layers." + std::to_string(layer),
+      {gain("input_layernorm.weight"),
+       {p + "self_attn.q_proj.weight", {C, H * D}, Placement::Shard(1)},
+       {p + "self_attn.k_proj.weight", {C, KV * D}, Placement::Shard(1)},
+       {p + "self_attn.v_proj.weight", {C, KV * D}, Placement::Shard(1)},
+       {p + "self_attn.o_proj.weight", {H * D, C}, Placement::Shard(0), 0, Init::residual_normal},
+       gain("post_attention_layernorm.weight"),
+       {p + "mlp.gate_up_proj.weight", {C, 2 * F}, Placement::Shard(1, 2)},
+       {p + "mlp.down_proj.weight", {F, C}, Placement::Shard(0), 0, Init::residual_normal}}};
 }
 
 // Weights normal(0, 0.02), the residual projections (o, down) scaled by 1/sqrt(2 L) as GPT-2's

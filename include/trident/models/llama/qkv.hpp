@@ -16,9 +16,9 @@ namespace trident::llama {
 
 template <class T>
 struct QkvProjection {
-  int in = 0;      // input features C (all of them)
-  int q = 0;       // this rank's query columns: H / TP heads of D
-  int kv = 0;      // this rank's key (and value) columns: KV / TP heads of D
+  int in = 0;  // input features C (all of them)
+  int q = 0;   // this rank's query columns: H / TP heads of D
+  int kv = 0;  // this rank's key (and value) columns: KV / TP heads of D
   int width() const { return q + 2 * kv; }
 
   // x: (n, C); x_full: (N, C) buffer used under SP; w: {Wq (C, q), Wk (C, kv), Wv (C, kv)}
@@ -43,8 +43,8 @@ struct QkvProjection {
         backend::gemm(backend::view(dx_full, N, in), dy, backend::cview(w[s], in, columns(s)),
                       false, true, T(s == 0 ? 0 : 1));
       if (nn::computes_weights(part))
-        backend::gemm(backend::view(dw[s], in, columns(s)), backend::cview(x_used, N, in), dy,
-                      true, false, T(1));
+        backend::gemm(backend::view(dw[s], in, columns(s)), backend::cview(x_used, N, in), dy, true,
+                      false, T(1));
     }
     if (nn::computes_input(part))
       tp.enter_backward(dx, dx_full, std::size_t(tp.local_rows(N)) * in);
