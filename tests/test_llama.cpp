@@ -124,6 +124,17 @@ TEST_CASE("llama: PP=2 with 1F1B and with ZB-H1 matches one process in double") 
   }
 }
 
+TEST_CASE(
+    "llama: PP=2 interleaved (2 virtual stages) with full recomputation matches one process") {
+  TRIDENT_RANKS(2, comm);
+  TrainOptions o = small_run({1, 2, 1});
+  o.schedule = pp::ScheduleKind::interleaved;
+  o.virtual_stages = 2;
+  o.microbatches = 4;
+  o.recompute = true;
+  check_against_single_process(comm, small_model(), o);
+}
+
 TEST_CASE("llama: DP=2 with ZeRO-3 matches one process in double") {
   TRIDENT_RANKS(2, comm);
   TrainOptions o = small_run({1, 1, 2});
