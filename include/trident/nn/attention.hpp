@@ -49,7 +49,9 @@ inline int block_end(int r, int S) {
 }  // namespace attention_detail
 
 // qkv: (S*B, (H + 2*KV)*D), rows [s, b], columns [q | k | v]: query head h at columns h*D ..,
-//      key head g at (H + g)*D .., value head g at (H + KV + g)*D ..; KV divides H
+//      key head g at (H + g)*D .., value head g at (H + KV + g)*D ..; KV divides H.
+//      Under TP a rank passes its H/TP query and KV/TP key/value heads: a group's query heads are
+//      consecutive, so they stay on the rank of their K, V head.
 // -> probs: (B, H, S, S) causal softmax of the scores Q K^T / sqrt(D), zero above the diagonal
 //    out: (S*B, H*D), head h at columns h*D ..
 template <class T>

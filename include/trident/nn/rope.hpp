@@ -61,15 +61,16 @@ void rotate(T* x, const RopeTable<T>& table, int N, int B, int heads, int width,
 }
 }  // namespace rope_detail
 
-// x: (S*B, width), rows [s, b] -> x rotated in place on its first `heads` heads of table.D
+// x: (N, width), N = S*B rows [s, b] -> x rotated in place on its first `heads` heads of table.D
 // columns. For the packed attention input [q (H*D) | k (KV*D) | v (KV*D)] (attention.hpp),
-// heads = H + KV rotates q and k and leaves v.
+// heads = H + KV rotates q and k and leaves v: the attention's forward and backward then read the
+// rotated qkv, and rope_backward turns their dqkv into the gradient of the unrotated projection.
 template <class T>
 void rope_forward(T* x, const RopeTable<T>& table, int N, int B, int heads, int width) {
   rope_detail::rotate(x, table, N, B, heads, width, T(1));
 }
 
-// dx: (S*B, width), the gradient of rope_forward's output -> of its input, in place (the same
+// dx: (N, width), the gradient of rope_forward's output -> of its input, in place (the same
 // heads rotated back).
 template <class T>
 void rope_backward(T* dx, const RopeTable<T>& table, int N, int B, int heads, int width) {
