@@ -44,7 +44,8 @@ struct Config {
                                       " heads) must be even");
     require(heads % kv_heads == 0, "the " + s(kv_heads) + " KV heads do not divide the " +
                                        s(heads) + " attention heads (grouped-query attention)");
-    const long long C = hidden, largest = std::max({vocab * C, C * ffn(), C * heads});
+    // gate/up (C, 2F), q and o (C, C), the vocabulary tables (V, C)
+    const long long C = hidden, largest = std::max({vocab * C, 2 * C * ffn(), C * C});
     require(largest <= kMaxElements, "the model's largest weight has " + s(largest) +
                                          " elements, more than 2^31 - 1 (vocab " + s(vocab) +
                                          ", hidden " + s(hidden) + ")");
