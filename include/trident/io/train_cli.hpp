@@ -110,17 +110,6 @@ inline void add_run_options(CLI::App& app, TrainOptions& o, RunFlags& f, unsigne
       ->capture_default_str();
 }
 
-// The shape flags every decoder has: --layers, --hidden, --heads, --vocab, --seq (a Config with
-// those members; a model adds its own, e.g. Llama's --kv-heads).
-template <class Config>
-void add_decoder_options(CLI::App& app, Config& model) {
-  app.add_option("--layers", model.layers, "decoder blocks")->capture_default_str();
-  app.add_option("--hidden", model.hidden, "hidden size C")->capture_default_str();
-  app.add_option("--heads", model.heads, "attention heads")->capture_default_str();
-  app.add_option("--vocab", model.vocab, "vocabulary (256 for bytes)")->capture_default_str();
-  app.add_option("--seq", model.seq, "sequence length (= context)")->capture_default_str();
-}
-
 // The progress line of step s: loss, gradient norm, learning rate, throughput, time so far.
 inline void print_step(int s, const StepResult& r, double tokens, double elapsed) {
   std::printf("step %5d | loss %.6f | norm %.4f | lr %.2e | %8.0f tokens/s | %7.1f s%s\n", s,
