@@ -8,10 +8,10 @@
 // traffic per step per axis, the pipeline bubble, each next to its formula.
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <trident/io/checkpoint.hpp>
 #include <trident/io/chrome_trace.hpp>
+#include <trident/io/run_json.hpp>
+#include <trident/io/train_cli.hpp>
 #include <trident/io/weights.hpp>
 #include <trident/models/gpt2/cli.hpp>
 #include <trident/pp/svg.hpp>
@@ -24,34 +24,13 @@ namespace {
 
 struct Flags {
   gpt2::Options o;
-  int steps = 300, threads = 0, log_every = 1;
-  double timeout = wait_tuning().timeout_seconds;  // TRIDENT_TIMEOUT or 600
-  std::string dtype = "float", precision = "fp32", data = default_corpus(), schedule = "1f1b";
-  std::string recompute = "none", grad_reduce = "microbatch", pp_layers = "auto";
-  std::string init, save, dump_grads, json, trace, svg;
+  RunFlags run;  // the mesh, schedule, ZeRO, data, steps, report (io/train_cli.hpp)
+  std::string init, save, dump_grads, trace, svg;
   // --resume: a checkpoint, or empty for the newest in --checkpoint-dir
   std::string checkpoint_dir, resume;
   bool resuming = false;
   int save_every = 0, keep = 0, stop_after = 0;
 };
-
-// "auto" (empty: balanced by cost), or layers per virtual stage such as "3,2,2,1".
-std::vector<int> parse_pp_layers(const std::string& text) {
-  if (text == "auto") return {};
-  std::vector<int> split;
-  std::size_t at = 0;
-  for (;;) {
-    const std::size_t comma = std::min(text.find(',', at), text.size());
-    const std::string item = text.substr(at, comma - at);
-    const bool digits = !item.empty() && item.size() < 9 &&
-                        item.find_first_not_of("0123456789") == std::string::npos;
-    require(digits,
-            "--pp-layers: expected auto or layers per stage such as 3,2,2,1, got '" + text + "'");
-    split.push_back(std::stoi(item));
-    if (comma == text.size()) return split;
-    at = comma + 1;
-  }
-}
 
 // Runs the whole training with compute type T and storage type S.
 template <class T, class S>
@@ -76,15 +55,15 @@ int train(const Comm& world, Flags& f, TokenSource data) {
         "%d tokens, %d microbatches | %s%s, ZeRO-%d, %s/%s | data %s\n",
         mesh.to_string().c_str(), o.model.parameter_count(), o.model.layers, o.model.hidden,
         o.model.heads, o.model.vocab, o.model.seq, o.batch, o.model.seq, o.microbatches,
-        pp::to_string(o.schedule), o.sequence_parallel ? ", SP" : "", o.zero.stage, f.dtype.c_str(),
-        f.precision.c_str(), data.name().c_str());
+        pp::to_string(o.schedule), o.sequence_parallel ? ", SP" : "", o.zero.stage,
+        f.run.dtype.c_str(), f.run.precision.c_str(), data.name().c_str());
   std::vector<double> losses;
   std::vector<int> skipped;  // steps skipped for a non-finite loss or gradient norm
   std::vector<StepResult> measured;
   const double tokens = double(o.batch) * o.model.seq;
   double elapsed = 0;
   const int first = t.steps_done(),
-            last = f.stop_after > 0 ? std::min(f.stop_after, f.steps) : f.steps;
+            last = f.stop_after > 0 ? std::min(f.stop_after, f.run.steps) : f.run.steps;
   if (first >= last) {
     if (world.rank() == 0) std::printf("nothing to run: at step %d of %d\n", first, last);
     return 0;
@@ -101,10 +80,8 @@ int train(const Comm& world, Flags& f, TokenSource data) {
     if (r.skipped) skipped.push_back(s);
     elapsed += r.seconds;
     if (s > first) measured.push_back(r);
-    if (world.rank() == 0 && (s % f.log_every == 0 || s == last - 1))
-      std::printf("step %5d | loss %.6f | norm %.4f | lr %.2e | %8.0f tokens/s | %7.1f s%s\n", s,
-                  r.loss, r.grad_norm, r.lr, tokens / r.seconds, elapsed,
-                  r.skipped ? " | skipped: not finite" : "");
+    if (world.rank() == 0 && (s % f.run.log_every == 0 || s == last - 1))
+      print_step(s, r, tokens, elapsed);
     std::fflush(stdout);
     if (f.save_every > 0 && t.steps_done() % f.save_every == 0) {
       const std::string path = save_checkpoint(t, f.checkpoint_dir, f.keep);
@@ -155,61 +132,17 @@ int train(const Comm& world, Flags& f, TokenSource data) {
   if (!f.trace.empty()) pp::write_chrome_trace(f.trace, timeline, names);
   if (!f.svg.empty())
     pp::write_timeline_svg(f.svg, timeline, "train_gpt, last step, " + mesh.to_string(), "rank");
-  if (!f.json.empty()) {
-    nlohmann::json j;
-    j["config"] = {{"vocab", o.model.vocab},
-                   {"seq", o.model.seq},
-                   {"layers", o.model.layers},
-                   {"hidden", o.model.hidden},
-                   {"heads", o.model.heads},
-                   {"batch", o.batch},
-                   {"steps", f.steps},
-                   {"lr", o.optimizer.lr},
-                   {"seed", o.model.seed},
-                   {"dtype", f.dtype},
-                   {"precision", f.precision},
-                   {"data", data.name()},
-                   {"tp", o.mesh.tp},
-                   {"pp", o.mesh.pp},
-                   {"dp", o.mesh.dp},
-                   {"zero", o.zero.stage},
-                   {"sequence_parallel", o.sequence_parallel},
-                   {"schedule", pp::to_string(o.schedule)},
-                   {"microbatches", o.microbatches},
-                   {"virtual_stages", o.virtual_stages},
-                   {"recompute", o.recompute}};
+  if (!f.run.json.empty()) {
+    nlohmann::json j =
+        run_json(o, f.run, data.name(), losses, first, tokens_per_s, skipped, report);
+    j["config"].update({{"vocab", o.model.vocab},
+                        {"seq", o.model.seq},
+                        {"layers", o.model.layers},
+                        {"hidden", o.model.hidden},
+                        {"heads", o.model.heads},
+                        {"seed", o.model.seed}});
     j["param_count"] = o.model.parameter_count();
-    j["first_step"] = first;  // losses[k] is the loss of step first + k (0-based)
-    j["losses"] = losses;
-    j["final_loss"] = losses.back();
-    j["tokens_per_s"] = tokens_per_s;  // NaN (one step) is written as null
-    j["skipped_steps"] = skipped;
-    j["bubble"] = {{"measured", report.bubble}, {"formula", report.bubble_formula}};
-    for (const RankFigures& r : report.ranks)
-      j["ranks"].push_back({{"coord", {r.tp, r.pp, r.dp}},
-                            {"memory_bytes",
-                             {{"parameters", r.parameters},
-                              {"gradients", r.gradients},
-                              {"optimizer", r.optimizer},
-                              {"activations_peak", r.activations},
-                              {"buffers_peak", r.buffers},
-                              {"all_buffers_peak", r.peak_live},
-                              {"cached", r.cached},
-                              {"peak_rss", r.peak_rss}}},
-                            {"model_states_formula_bytes", r.states.total()},
-                            {"traffic_bytes_per_step",
-                             {{"tp", r.traffic.tp},
-                              {"pp", r.traffic.pp},
-                              {"dp", r.traffic.dp},
-                              {"emb", r.traffic.emb}}},
-                            {"traffic_formula_bytes_per_step",
-                             {{"tp", r.formula.tp},
-                              {"pp", r.formula.pp},
-                              {"dp", r.formula.dp},
-                              {"emb", r.formula.emb}}}});
-    std::ofstream out(f.json);
-    require(static_cast<bool>(out << j.dump(2) << "\n"),
-            "cannot write the report '" + f.json + "'");
+    write_json(f.run.json, j);
   }
   return 0;
 }
@@ -228,18 +161,7 @@ int main(int argc, char** argv) {
         "Train a GPT-2-style decoder with tensor, pipeline and data parallelism plus ZeRO."};
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     add_model_options(app, o.model);
-    app.add_option("--batch", o.batch, "sequences per step (global batch)")->capture_default_str();
-    app.add_option("--steps", f.steps, "optimizer steps")->capture_default_str();
-    app.add_option("--lr", o.optimizer.lr, "peak learning rate")->capture_default_str();
-    app.add_option("--seed", o.model.seed, "initialisation seed")->capture_default_str();
-    app.add_option("--data-seed", o.data_seed, "sampling seed")->capture_default_str();
-    app.add_option("--dtype", f.dtype, "compute type")
-        ->check(CLI::IsMember({"float", "double"}))
-        ->capture_default_str();
-    app.add_option("--data", f.data,
-                   "a token file (llm.c layout: magic 20240520, uint16/uint32 ids), a text file "
-                   "(byte tokens) or 'synthetic'")
-        ->capture_default_str();
+    add_run_options(app, o, f.run, o.model.seed);
     app.add_option("--init", f.init, "initial weights (safetensors, GPT-2 names)");
     app.add_option("--save", f.save, "write the final weights (safetensors)");
     app.add_option("--checkpoint-dir", f.checkpoint_dir,
@@ -258,87 +180,20 @@ int main(int argc, char** argv) {
         ->check(CLI::PositiveNumber);
     app.add_option("--dump-grads", f.dump_grads,
                    "write the first step's gradients, loss and batch");
-    app.add_option("--json", f.json, "write the run report as JSON");
-    app.add_option("--threads", f.threads, "threads per rank (default: cores / ranks on the node)");
-    app.add_option("--log-every", f.log_every, "steps between progress lines");
-    app.add_option("--timeout", f.timeout,
-                   "seconds any wait may last before the watchdog reports the hang and ends the "
-                   "job (default: TRIDENT_TIMEOUT, else 600)")
-        ->capture_default_str();
-    app.add_flag("--skip-nonfinite", o.skip_nonfinite,
-                 "skip a step whose loss or gradient norm is not finite (default: stop)");
-    app.add_option("--tp", o.mesh.tp, "tensor-parallel size")->capture_default_str();
-    app.add_flag("--sequence-parallel", o.sequence_parallel,
-                 "sequence parallelism (Korthikanti et al.)");
-    app.add_option("--pp", o.mesh.pp, "pipeline-parallel size")->capture_default_str();
-    app.add_option("--schedule", f.schedule, "pipeline schedule")
-        ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved", "zb-h1"}))
-        ->capture_default_str();
-    auto* mb =
-        app.add_option("--microbatches", o.microbatches, "microbatches per step (default 2 x PP)");
-    app.add_option("--virtual-stages", o.virtual_stages,
-                   "model chunks per pipeline rank (interleaved)")
-        ->capture_default_str();
-    app.add_option("--pp-layers", f.pp_layers,
-                   "layers per (virtual) stage, e.g. 3,2,2,1, or auto: balanced by the cost model")
-        ->capture_default_str();
-    app.add_option("--recompute", f.recompute, "activation recomputation")
-        ->check(CLI::IsMember({"none", "full"}))
-        ->capture_default_str();
     app.add_option("--trace", f.trace,
                    "write the last step's timeline as a Chrome trace (Perfetto)");
     app.add_option("--svg", f.svg, "write the last step's timeline as an SVG picture");
-    app.add_flag("--verbose", o.verbose, "print every pipeline send and receive");
-    app.add_option("--dp", o.mesh.dp, "data-parallel size")->capture_default_str();
-    app.add_option("--zero", o.zero.stage, "ZeRO stage")
-        ->check(CLI::IsMember({0, 1, 2, 3}))
-        ->capture_default_str();
-    app.add_option("--grad-reduce", f.grad_reduce,
-                   "ZeRO-2/3 gradient reduction: per microbatch or per step")
-        ->check(CLI::IsMember({"microbatch", "step"}))
-        ->capture_default_str();
-    app.add_flag("--keep-gathered", o.zero.keep_gathered,
-                 "ZeRO-3: keep parameters gathered for the whole step");
-    app.add_option("--precision", f.precision,
-                   "fp32, or bf16 parameters/gradients with fp32 master weights")
-        ->check(CLI::IsMember({"fp32", "bf16"}))
-        ->capture_default_str();
     parse_command_line(app, argc, argv, world);
 
-    if (mb->count() == 0) o.microbatches = o.mesh.pp > 1 ? 2 * o.mesh.pp : 1;
-    o.schedule = pp::parse_schedule(f.schedule);
-    o.pp_layers = parse_pp_layers(f.pp_layers);
-    o.recompute = f.recompute == "full";
-    o.zero.reduce = f.grad_reduce == "step" ? GradReduce::per_step : GradReduce::per_microbatch;
-    o.optimizer.steps = f.steps;
-    o.optimizer.warmup = std::max(1, f.steps / 20);
-    o.optimizer.min_lr = o.optimizer.lr / 10;
-    require(f.steps >= 1, "--steps must be at least 1");
+    apply_run_options(world, o, f.run);
     f.resuming = resume_flag->count() > 0;
-    fault::from_environment();  // a malformed TRIDENT_FAULT fails here, before any step
     require(f.save_every == 0 || !f.checkpoint_dir.empty(), "--save-every needs --checkpoint-dir");
     require(!f.resuming || !f.resume.empty() || !f.checkpoint_dir.empty(),
             "--resume without a path needs --checkpoint-dir");
-    require(f.log_every >= 1, "--log-every must be at least 1");
-    require(f.threads >= 0, "--threads must be at least 0 (0: cores / ranks on the node)");
-    wait_tuning().timeout_seconds = checked_timeout(f.timeout, "--timeout");
-    configure_threads(world, f.threads);
 
-    TokenSource data = TokenSource::synthetic(o.model.vocab);
-    if (f.data != "synthetic") {
-      std::string message;
-      try {
-        data = TokenSource::from_file(f.data, o.model.seq);
-      } catch (const Error& e) {
-        message = e.what();
-      }
-      agree(world, message.empty(), message);
-    }
-    if (f.precision == "bf16") {
-      require(f.dtype == "float", "bf16 mixed precision computes in float: use --dtype float");
-      return train<float, bf16>(world, f, data);
-    }
-    if (f.dtype == "double") return train<double, double>(world, f, data);
+    const TokenSource data = load_data(world, f.run.data, o.model.vocab, o.model.seq);
+    if (f.run.precision == "bf16") return train<float, bf16>(world, f, data);
+    if (f.run.dtype == "double") return train<double, double>(world, f, data);
     return train<float, float>(world, f, data);
   });
 }

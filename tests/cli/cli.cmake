@@ -97,17 +97,20 @@ trident_cli_error(plan_mesh_product RANKS 1 PROGRAM plan ARGS --preset gpt3-175b
 # The same losses on two meshes (double): a command a user can type reproduces the
 # single-process run.
 trident_program(compare_losses cli/compare_losses.cpp)
-# trident_same_losses(name RANKS n ARGS mesh flags... [BOTH flags...]): single process vs
-# `mpiexec -n n` with ARGS, both runs with BOTH
+# trident_same_losses(name RANKS n ARGS mesh flags... [BOTH flags...] [PROGRAM p]): single
+# process vs `mpiexec -n n` with ARGS, both runs of p (default train_gpt) with BOTH
 function(trident_same_losses name)
-  cmake_parse_arguments(S "" "RANKS" "ARGS;BOTH" ${ARGN})
+  cmake_parse_arguments(S "" "RANKS;PROGRAM" "ARGS;BOTH" ${ARGN})
+  if(NOT S_PROGRAM)
+    set(S_PROGRAM train_gpt)
+  endif()
   set(dir ${CMAKE_CURRENT_BINARY_DIR}/same_losses)
   file(MAKE_DIRECTORY ${dir})
   set(common --dtype double --steps 4 --layers 4 --hidden 32 --heads 4 --seq 16 --batch 8 --log-every 1
       ${S_BOTH})
-  set(one ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 1 $<TARGET_FILE:train_gpt> ${common}
+  set(one ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 1 $<TARGET_FILE:${S_PROGRAM}> ${common}
       --json ${dir}/${name}.single.json)
-  set(many ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${S_RANKS} $<TARGET_FILE:train_gpt> ${common}
+  set(many ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${S_RANKS} $<TARGET_FILE:${S_PROGRAM}> ${common}
       ${S_ARGS} --json ${dir}/${name}.mesh.json)
   set(cmp $<TARGET_FILE:compare_losses> ${dir}/${name}.single.json ${dir}/${name}.mesh.json 1e-10)
   foreach(v one many cmp)

@@ -23,4 +23,15 @@ inline void parse_command_line(CLI::App& app, int argc, char** argv, const Comm&
   }
 }
 
+// The shape flags every decoder has: --layers, --hidden, --heads, --vocab, --seq (a Config with
+// those members; a model adds its own, e.g. Llama's --kv-heads).
+template <class Config>
+void add_decoder_options(CLI::App& app, Config& model) {
+  app.add_option("--layers", model.layers, "decoder blocks")->capture_default_str();
+  app.add_option("--hidden", model.hidden, "hidden size C")->capture_default_str();
+  app.add_option("--heads", model.heads, "attention heads")->capture_default_str();
+  app.add_option("--vocab", model.vocab, "vocabulary (256 for bytes)")->capture_default_str();
+  app.add_option("--seq", model.seq, "sequence length (= context)")->capture_default_str();
+}
+
 }  // namespace trident

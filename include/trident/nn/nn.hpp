@@ -1,4 +1,5 @@
-// trident/nn/nn.hpp: the single-device math of a GPT-2 decoder, forward and backward.
+// trident/nn/nn.hpp: the single-device math of GPT-2 and Llama-style decoders, forward and
+// backward.
 //
 // Kernels over raw pointers with explicit sizes (llm.c style), templated on the scalar. Rows are
 // tokens in [s, b] order. Parameter gradients accumulate (+=), input gradients are overwritten.
@@ -11,3 +12,6 @@
 #include <trident/nn/gelu.hpp>
 #include <trident/nn/layernorm.hpp>
 #include <trident/nn/linear.hpp>
+#include <trident/nn/rmsnorm.hpp>
+#include <trident/nn/rope.hpp>
+#include <trident/nn/swiglu.hpp>

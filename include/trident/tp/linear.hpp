@@ -50,21 +50,23 @@ struct RowParallelLinear {
   int in = 0;   // this rank's input features
   int out = 0;  // output features (all of them)
 
-  // x: (N, in); y_partial: (N, out) scratch; y: (n, out) = reduced product + b.
+  // x: (N, in); y_partial: (N, out) scratch; y: (n, out) = reduced product + b (b null: none).
   void forward(const TensorParallel& tp, T* y, T* y_partial, const T* x, const T* w, const T* b,
                int N) const {
     const int n = tp.local_rows(N);
     nn::linear_forward(y_partial, x, w, static_cast<const T*>(nullptr), N, in, out);
     tp.exit(y, y_partial, std::size_t(n) * out);
-    MatMap<T>(y, n, out).rowwise() += CRowMap<T>(b, out);  // bias after the reduction
+    if (b) MatMap<T>(y, n, out).rowwise() += CRowMap<T>(b, out);  // bias after the reduction
   }
   // dy: (n, out); dy_full: (N, out) buffer used under SP; dx: (N, in). dw, db accumulate (db
-  // from this rank's rows: a partial sum over TP ranks under SP). part: the input half gathers
-  // dy into dy_full (SP); the weight half reads it there, so dy_full must be kept until then.
+  // from this rank's rows: a partial sum over TP ranks under SP; null: no bias). part: the input
+  // half gathers dy into dy_full (SP); the weight half reads it there, so dy_full must be kept
+  // until then.
   void backward(const TensorParallel& tp, T* dx, T* dw, T* db, const T* dy, T* dy_full, const T* x,
                 const T* w, int N, nn::BackwardPart part = nn::BackwardPart::both) const {
     const int n = tp.local_rows(N);
-    if (nn::computes_weights(part)) RowMap<T>(db, out) += CMatMap<T>(dy, n, out).colwise().sum();
+    if (db && nn::computes_weights(part))
+      RowMap<T>(db, out) += CMatMap<T>(dy, n, out).colwise().sum();
     const T* d = !nn::computes_input(part) ? (tp.sequence_parallel ? dy_full : dy)
                                            : tp.exit_backward(dy, dy_full, std::size_t(n) * out);
     nn::linear_backward(dx, dw, static_cast<T*>(nullptr), d, x, w, N, in, out, part);

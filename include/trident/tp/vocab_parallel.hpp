@@ -22,19 +22,20 @@ struct VocabParallelEmbedding {
   int C = 0;
 
   // h: (n, C) = g(wte[tokens]) + wpe[t]; partial: (N, C) scratch; tokens: (N) in [s, b] order.
+  // wpe null: no learned positions (a model with rotary embeddings); dwpe is then null too.
   void forward(const TensorParallel& tp, T* h, T* partial, const std::int32_t* tokens, const T* wte,
                const T* wpe, int N, int B) const {
     nn::token_embedding_forward(partial, tokens, wte, N, C, vocab_begin, vocab_begin + rows);
     const int n = tp.local_rows(N);
     tp.exit(h, partial, std::size_t(n) * C);
-    nn::position_embedding_forward(h, wpe, n, B, first_position(tp, N, B), C);
+    if (wpe) nn::position_embedding_forward(h, wpe, n, B, first_position(tp, N, B), C);
   }
   // dh: (n, C); dh_full: (N, C) buffer used under SP. dwte, dwpe accumulate. The embedding has
   // no input gradient: all of its backward is weight gradient (zero-bubble's W).
   void backward(const TensorParallel& tp, T* dwte, T* dwpe, const T* dh, T* dh_full,
                 const std::int32_t* tokens, int N, int B) const {
     const int n = tp.local_rows(N);
-    nn::position_embedding_backward(dwpe, dh, n, B, first_position(tp, N, B), C);
+    if (dwpe) nn::position_embedding_backward(dwpe, dh, n, B, first_position(tp, N, B), C);
     const T* d = tp.exit_backward(dh, dh_full, std::size_t(n) * C);
     nn::token_embedding_backward(dwte, d, tokens, N, C, vocab_begin, vocab_begin + rows);
   }

@@ -6,13 +6,9 @@
 
 namespace trident::gpt2 {
 
-// --layers, --hidden, --heads, --vocab, --seq.
+// --layers, --hidden, --heads, --vocab, --seq: a decoder's (io/cli.hpp).
 inline void add_model_options(CLI::App& app, Config& model) {
-  app.add_option("--layers", model.layers, "decoder blocks")->capture_default_str();
-  app.add_option("--hidden", model.hidden, "hidden size C")->capture_default_str();
-  app.add_option("--heads", model.heads, "attention heads")->capture_default_str();
-  app.add_option("--vocab", model.vocab, "vocabulary (256 for bytes)")->capture_default_str();
-  app.add_option("--seq", model.seq, "sequence length (= context)")->capture_default_str();
+  add_decoder_options(app, model);
 }
 
 }  // namespace trident::gpt2

@@ -1,0 +1,158 @@
+// trident/io/train_cli.hpp: the flags of a training run that do not depend on the model — the
+// mesh, the pipeline schedule, ZeRO, precision, the data, the optimizer's steps and the report —
+// shared by every training program (examples/train_gpt, examples/train_llama), which add their
+// model's shape flags (e.g. models/gpt2/cli.hpp) and their own.
+//
+//   RunFlags f;  add_run_options(app, o, f, seed);  parse_command_line(app, argc, argv, world);
+//   apply_run_options(world, o, f);  TokenSource data = load_data(world, f.data, vocab, seq);
+#pragma once
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "../core/environment.hpp"
+#include "../core/fault.hpp"
+#include "../core/request.hpp"
+#include "../core/threads.hpp"
+#include "../data/tokens.hpp"
+#include "../train/trainer.hpp"
+#include "cli.hpp"
+
+namespace trident {
+
+// What the flags set besides TrainOptions (turned into options by apply_run_options).
+struct RunFlags {
+  int steps = 300, threads = 0, log_every = 1;
+  double timeout = wait_tuning().timeout_seconds;  // TRIDENT_TIMEOUT or 600
+  std::string dtype = "float", precision = "fp32", data = default_corpus(), schedule = "1f1b";
+  std::string recompute = "none", grad_reduce = "microbatch", pp_layers = "auto", json;
+  CLI::Option* microbatches = nullptr;  // given or not (default 2 x PP)
+};
+
+// "auto" (empty: balanced by cost), or layers per virtual stage such as "3,2,2,1".
+inline std::vector<int> parse_pp_layers(const std::string& text) {
+  if (text == "auto") return {};
+  std::vector<int> split;
+  std::size_t at = 0;
+  for (;;) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    const bool digits = !item.empty() && item.size() < 9 &&
+                        item.find_first_not_of("0123456789") == std::string::npos;
+    require(digits,
+            "--pp-layers: expected auto or layers per stage such as 3,2,2,1, got '" + text + "'");
+    split.push_back(std::stoi(item));
+    if (comma == text.size()) return split;
+    at = comma + 1;
+  }
+}
+
+// --batch --steps --lr --seed --data-seed --dtype --data --json --threads --log-every --timeout
+// --skip-nonfinite --tp --sequence-parallel --pp --schedule --microbatches --virtual-stages
+// --pp-layers --recompute --verbose --dp --zero --grad-reduce --keep-gathered --precision.
+// seed: the model's initialisation seed.
+inline void add_run_options(CLI::App& app, TrainOptions& o, RunFlags& f, unsigned long long& seed) {
+  app.add_option("--batch", o.batch, "sequences per step (global batch)")->capture_default_str();
+  app.add_option("--steps", f.steps, "optimizer steps")->capture_default_str();
+  app.add_option("--lr", o.optimizer.lr, "peak learning rate")->capture_default_str();
+  app.add_option("--seed", seed, "initialisation seed")->capture_default_str();
+  app.add_option("--data-seed", o.data_seed, "sampling seed")->capture_default_str();
+  app.add_option("--dtype", f.dtype, "compute type")
+      ->check(CLI::IsMember({"float", "double"}))
+      ->capture_default_str();
+  app.add_option("--data", f.data,
+                 "a token file (llm.c layout: magic 20240520, uint16/uint32 ids), a text file "
+                 "(byte tokens) or 'synthetic'")
+      ->capture_default_str();
+  app.add_option("--json", f.json, "write the run report as JSON");
+  app.add_option("--threads", f.threads, "threads per rank (default: cores / ranks on the node)");
+  app.add_option("--log-every", f.log_every, "steps between progress lines");
+  app.add_option("--timeout", f.timeout,
+                 "seconds any wait may last before the watchdog reports the hang and ends the "
+                 "job (default: TRIDENT_TIMEOUT, else 600)")
+      ->capture_default_str();
+  app.add_flag("--skip-nonfinite", o.skip_nonfinite,
+               "skip a step whose loss or gradient norm is not finite (default: stop)");
+  app.add_option("--tp", o.mesh.tp, "tensor-parallel size")->capture_default_str();
+  app.add_flag("--sequence-parallel", o.sequence_parallel,
+               "sequence parallelism (Korthikanti et al.)");
+  app.add_option("--pp", o.mesh.pp, "pipeline-parallel size")->capture_default_str();
+  app.add_option("--schedule", f.schedule, "pipeline schedule")
+      ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved", "zb-h1"}))
+      ->capture_default_str();
+  f.microbatches =
+      app.add_option("--microbatches", o.microbatches, "microbatches per step (default 2 x PP)");
+  app.add_option("--virtual-stages", o.virtual_stages,
+                 "model chunks per pipeline rank (interleaved)")
+      ->capture_default_str();
+  app.add_option("--pp-layers", f.pp_layers,
+                 "layers per (virtual) stage, e.g. 3,2,2,1, or auto: balanced by the cost model")
+      ->capture_default_str();
+  app.add_option("--recompute", f.recompute, "activation recomputation")
+      ->check(CLI::IsMember({"none", "full"}))
+      ->capture_default_str();
+  app.add_flag("--verbose", o.verbose, "print every pipeline send and receive");
+  app.add_option("--dp", o.mesh.dp, "data-parallel size")->capture_default_str();
+  app.add_option("--zero", o.zero.stage, "ZeRO stage")
+      ->check(CLI::IsMember({0, 1, 2, 3}))
+      ->capture_default_str();
+  app.add_option("--grad-reduce", f.grad_reduce,
+                 "ZeRO-2/3 gradient reduction: per microbatch or per step")
+      ->check(CLI::IsMember({"microbatch", "step"}))
+      ->capture_default_str();
+  app.add_flag("--keep-gathered", o.zero.keep_gathered,
+               "ZeRO-3: keep parameters gathered for the whole step");
+  app.add_option("--precision", f.precision,
+                 "fp32, or bf16 parameters/gradients with fp32 master weights")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
+}
+
+// The progress line of step s: loss, gradient norm, learning rate, throughput, time so far.
+inline void print_step(int s, const StepResult& r, double tokens, double elapsed) {
+  std::printf("step %5d | loss %.6f | norm %.4f | lr %.2e | %8.0f tokens/s | %7.1f s%s\n", s,
+              r.loss, r.grad_norm, r.lr, tokens / r.seconds, elapsed,
+              r.skipped ? " | skipped: not finite" : "");
+}
+
+// After parsing: the flags into the options (the learning-rate schedule: warmup over the first
+// 5% of the steps, cosine decay to a tenth), their checks, the watchdog's timeout and the
+// threads per rank. The same Error on every rank.
+inline void apply_run_options(const Comm& world, TrainOptions& o, const RunFlags& f) {
+  if (f.microbatches && f.microbatches->count() == 0)
+    o.microbatches = o.mesh.pp > 1 ? 2 * o.mesh.pp : 1;
+  o.schedule = pp::parse_schedule(f.schedule);
+  o.pp_layers = parse_pp_layers(f.pp_layers);
+  o.recompute = f.recompute == "full";
+  o.zero.reduce = f.grad_reduce == "step" ? GradReduce::per_step : GradReduce::per_microbatch;
+  o.optimizer.steps = f.steps;
+  o.optimizer.warmup = std::max(1, f.steps / 20);
+  o.optimizer.min_lr = o.optimizer.lr / 10;
+  require(f.steps >= 1, "--steps must be at least 1");
+  fault::from_environment();  // a malformed TRIDENT_FAULT fails here, before any step
+  require(f.log_every >= 1, "--log-every must be at least 1");
+  require(f.threads >= 0, "--threads must be at least 0 (0: cores / ranks on the node)");
+  require(f.precision != "bf16" || f.dtype == "float",
+          "bf16 mixed precision computes in float: use --dtype float");
+  wait_tuning().timeout_seconds = checked_timeout(f.timeout, "--timeout");
+  configure_threads(world, f.threads);
+}
+
+// --data: 'synthetic', or a token or text file read for sequences of `seq` tokens; an
+// unreadable or malformed file is one Error on every rank.
+inline TokenSource load_data(const Comm& world, const std::string& data, int vocab, int seq) {
+  if (data == "synthetic") return TokenSource::synthetic(vocab);
+  std::string message;
+  TokenSource source = TokenSource::synthetic(vocab);
+  try {
+    source = TokenSource::from_file(data, seq);
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  agree(world, message.empty(), message);
+  return source;
+}
+
+}  // namespace trident

@@ -1,0 +1,201 @@
+// trident/models/llama/block.hpp: one Llama decoder block on one tensor-parallel rank, forward
+// and backward side by side (Touvron et al. 2023, "LLaMA", §2.2).
+//
+//   x2  = x  + RowParallel(Attention(RoPE(QKV(RMSNorm1(x)))))     grouped-query attention half
+//   out = x2 + RowParallel(SwiGLU(ColumnParallel(RMSNorm2(x2))))   SwiGLU MLP half
+//
+// QKV and gate/up are column-parallel, o and down row-parallel (Megatron-LM §3): one TP
+// all-reduce per half in forward and one in backward; with sequence parallelism an all-gather
+// and a reduce-scatter instead, and x, x2 are this rank's sequence shard. No biases.
+// Sizes: S tokens per sequence, B sequences, N = S*B rows, n = tp.local_rows(N) rows in the
+// norm/residual regions, C hidden, Hl = H/t query heads and KVl = KV/t key/value heads of D on
+// this rank, packed qkv rows of Wd = (Hl + 2 KVl) D, Fl = F/t MLP columns.
+#pragma once
+
+#include <array>
+
+#include "../../core/memory.hpp"
+#include "../../nn/attention.hpp"
+#include "../../nn/rmsnorm.hpp"
+#include "../../nn/rope.hpp"
+#include "../../nn/swiglu.hpp"
+#include "../../tp/linear.hpp"
+#include "params.hpp"
+#include "qkv.hpp"
+
+namespace trident::llama {
+
+// What a block's backward needs from its forward (kept per microbatch).
+template <class T>
+struct BlockActivations {
+  Buffer<T> x;        // (n, C) input: the residual stream
+  Buffer<T> rstd1;    // (n) RMSNorm1's 1/rms
+  Buffer<T> norm1;    // (N, C) RMSNorm1's output as QKV saw it (gathered under SP)
+  Buffer<T> qkv;      // (N, Wd) q, k rotated by RoPE, v
+  Buffer<T> probs;    // (B, Hl, S, S)
+  Buffer<T> att;      // (N, Hl D)
+  Buffer<T> x2;       // (n, C) residual after attention
+  Buffer<T> rstd2;    // (n)
+  Buffer<T> norm2;    // (N, C)
+  Buffer<T> gate_up;  // (N, 2 Fl) [gate | up]
+  Buffer<T> act;      // (N, Fl) SwiGLU(gate, up)
+
+  // Frees all but the input x (full activation recomputation keeps only the block's input).
+  void drop_all_but_input() {
+    Buffer<T> input = std::move(x);
+    *this = BlockActivations{};
+    x = std::move(input);
+  }
+  // After the input half of the backward (B): frees what only B reads (the rotated qkv, the
+  // attention probabilities, gate/up before SwiGLU); the weight half (W) reads the rest.
+  void drop_what_weight_gradients_do_not_need() { qkv.reset(), probs.reset(), gate_up.reset(); }
+};
+
+// The gradients of a block's layer outputs: written by the input half of the backward (B), read
+// by the weight half (W) together with the layers' inputs in BlockActivations (Qi et al. 2023).
+template <class T>
+struct BlockGradients {
+  Buffer<T> dout;                 // (n, C) the block's output gradient: down's dy
+  Buffer<T> dy_mlp, dy_attn;      // (N, C) under SP: the row-parallel layers' dy gathered
+  Buffer<T> d_gate_up;            // (N, 2 Fl) gate/up's dy (after SwiGLU's backward)
+  Buffer<T> dnorm2, dx2, dnorm1;  // (n, C) RMSNorm2's dy, o's dy, RMSNorm1's dy
+  Buffer<T> d_qkv;                // (N, Wd) QKV's dy (after RoPE's backward)
+};
+
+// The decoder block of model/decoder_stage.hpp's interface.
+template <class T>
+class Block {
+ public:
+  using Activations = BlockActivations<T>;
+  using Gradients = BlockGradients<T>;
+
+  Block(const Config& c, const TensorParallel& tp, int B)
+      : tp_(tp),
+        S_(c.seq),
+        B_(B),
+        C_(c.hidden),
+        Hl_(c.heads / tp.size()),
+        KVl_(c.kv_heads / tp.size()),
+        D_(c.head_size()),
+        Fl_(c.ffn() / tp.size()),
+        eps_(T(c.norm_eps)),
+        rope_(c.seq, c.head_size(), c.rope_theta) {
+    const UnitLayout layout = layout_unit(block_unit(c, 0), tp.size(), tp.rank());
+    for (int k = 0; k < kBlockParams; ++k) offset_[k] = layout.params[k].offset;
+    qkv_.in = C_, qkv_.q = Hl_ * D_, qkv_.kv = KVl_ * D_;
+    o_ = {Hl_ * D_, C_};
+    gate_up_ = {C_, 2 * Fl_};
+    down_ = {Fl_, C_};
+  }
+
+  int rows() const { return S_ * B_; }
+  int local_rows() const { return tp_.local_rows(rows()); }
+  // Elements of the residual stream a block takes and gives: (n, C).
+  std::size_t activation_size() const { return std::size_t(local_rows()) * C_; }
+
+  // a.x holds the input; fills a; writes the block's output to out (n, C). w: the unit's params.
+  void forward(BlockActivations<T>& a, T* out, const T* w) const {
+    const std::size_t N = rows(), n = local_rows(), Wd = qkv_.width();
+    auto act = [&](Buffer<T>& b, std::size_t size) {  // overwritten below: not zeroed
+      b.allocate(MemoryKind::activations, size, Fill::none);
+    };
+    act(a.rstd1, n), act(a.norm1, N * C_), act(a.qkv, N * Wd);
+    act(a.probs, std::size_t(B_) * Hl_ * S_ * S_), act(a.att, N * Hl_ * D_), act(a.x2, n * C_);
+    act(a.rstd2, n), act(a.norm2, N * C_), act(a.gate_up, N * 2 * Fl_), act(a.act, N * Fl_);
+    Buffer<T> norm_local(MemoryKind::buffers, tp_.sequence_parallel ? n * C_ : 0);
+    Buffer<T> y_partial(MemoryKind::buffers, N * C_), y(MemoryKind::buffers, n * C_);
+    T* norm_out1 = tp_.sequence_parallel ? norm_local.data() : a.norm1.data();
+    T* norm_out2 = tp_.sequence_parallel ? norm_local.data() : a.norm2.data();
+
+    // attention half
+    nn::rmsnorm_forward(norm_out1, a.rstd1.data(), a.x.data(), w + offset_[kAttnNorm], int(n), C_,
+                        eps_);
+    qkv_.forward(tp_, a.qkv.data(), norm_out1, a.norm1.data(), qkv_weights(w), int(N));
+    nn::rope_forward(a.qkv.data(), rope_, int(N), B_, Hl_ + KVl_, int(Wd));  // q and k
+    nn::attention_forward(a.att.data(), a.probs.data(), a.qkv.data(), B_, S_, Hl_, KVl_, D_);
+    o_.forward(tp_, y.data(), y_partial.data(), a.att.data(), w + offset_[kO], nullptr, int(N));
+    add(a.x2.data(), a.x.data(), y.data(), n * C_);
+    // MLP half
+    nn::rmsnorm_forward(norm_out2, a.rstd2.data(), a.x2.data(), w + offset_[kMlpNorm], int(n), C_,
+                        eps_);
+    gate_up_.forward(tp_, a.gate_up.data(), norm_out2, a.norm2.data(), w + offset_[kGateUp],
+                     nullptr, int(N));
+    nn::swiglu_forward(a.act.data(), a.gate_up.data(), a.gate_up.data() + Fl_, int(N), Fl_,
+                       2 * Fl_);
+    down_.forward(tp_, y.data(), y_partial.data(), a.act.data(), w + offset_[kDown], nullptr,
+                  int(N));
+    add(out, a.x2.data(), y.data(), n * C_);
+  }
+
+  // One half, or both, of the backward (nn/backward_part.hpp). dout: (n, C) the output's
+  // gradient; dx: (n, C) the input's (overwritten). input: writes dx and fills d (g unused, may
+  // be null); weight: accumulates into g, the unit's gradients, from a and d (dx, dout, w unused).
+  void backward(const BlockActivations<T>& a, T* dx, const T* dout, const T* w, T* g,
+                BlockGradients<T>& d, nn::BackwardPart part) const {
+    const std::size_t N = rows(), n = local_rows(), Wd = qkv_.width();
+    const bool sp = tp_.sequence_parallel, in = nn::computes_input(part);
+    if (in) {  // kept until W (activations) when W runs later, scratch when fused
+      const MemoryKind kind =
+          part == nn::BackwardPart::both ? MemoryKind::buffers : MemoryKind::activations;
+      auto keep = [&](Buffer<T>& b, std::size_t size) { b.allocate(kind, size); };
+      keep(d.dy_mlp, sp ? N * C_ : 0), keep(d.dy_attn, sp ? N * C_ : 0);
+      keep(d.d_gate_up, N * 2 * Fl_), keep(d.dnorm2, n * C_), keep(d.dx2, n * C_);
+      keep(d.dnorm1, n * C_), keep(d.d_qkv, N * Wd);
+      if (part == nn::BackwardPart::input)
+        keep(d.dout, n * C_), std::copy_n(dout, n * C_, d.dout.data());
+    }
+    const T* dy = part == nn::BackwardPart::weight ? d.dout.data() : dout;
+    Buffer<T> d_act(MemoryKind::buffers, in ? N * Fl_ : 0),
+        d_att(MemoryKind::buffers, in ? N * Hl_ * D_ : 0),
+        dnorm_full(MemoryKind::buffers, in && sp ? N * C_ : 0),
+        d_norm_in(MemoryKind::buffers, in ? n * C_ : 0);
+    auto W = [&](int k) { return w ? w + offset_[k] : nullptr; };
+    auto G = [&](int k) { return g ? g + offset_[k] : nullptr; };
+
+    // MLP half: out = x2 + down(swiglu(gate_up(rmsnorm2(x2))))
+    down_.backward(tp_, d_act.data(), G(kDown), nullptr, dy, d.dy_mlp.data(), a.act.data(),
+                   W(kDown), int(N), part);
+    if (in)
+      nn::swiglu_backward(d.d_gate_up.data(), d.d_gate_up.data() + Fl_, d_act.data(),
+                          a.gate_up.data(), a.gate_up.data() + Fl_, int(N), Fl_, 2 * Fl_);
+    gate_up_.backward(tp_, d.dnorm2.data(), sp ? dnorm_full.data() : d.dnorm2.data(), G(kGateUp),
+                      nullptr, d.d_gate_up.data(), a.norm2.data(), W(kGateUp), int(N), part);
+    nn::rmsnorm_backward(d_norm_in.data(), G(kMlpNorm), d.dnorm2.data(), a.x2.data(), W(kMlpNorm),
+                         a.rstd2.data(), int(n), C_, part);
+    if (in) add(d.dx2.data(), dy, d_norm_in.data(), n * C_);
+    // attention half: x2 = x + o(attention(rope(qkv(rmsnorm1(x)))))
+    o_.backward(tp_, d_att.data(), G(kO), nullptr, d.dx2.data(), d.dy_attn.data(), a.att.data(),
+                W(kO), int(N), part);
+    if (in) {
+      nn::attention_backward(d.d_qkv.data(), d_att.data(), a.qkv.data(), a.probs.data(), B_, S_,
+                             Hl_, KVl_, D_);
+      nn::rope_backward(d.d_qkv.data(), rope_, int(N), B_, Hl_ + KVl_, int(Wd));
+    }
+    qkv_.backward(tp_, d.dnorm1.data(), sp ? dnorm_full.data() : d.dnorm1.data(),
+                  {G(kQ), G(kK), G(kV)}, d.d_qkv.data(), a.norm1.data(), qkv_weights(w), int(N),
+                  part);
+    nn::rmsnorm_backward(d_norm_in.data(), G(kAttnNorm), d.dnorm1.data(), a.x.data(), W(kAttnNorm),
+                         a.rstd1.data(), int(n), C_, part);
+    if (in) add(dx, d.dx2.data(), d_norm_in.data(), n * C_);
+  }
+
+ private:
+  static void add(T* out, const T* a, const T* b, std::size_t n) {
+    VecMap<T>(out, n) = CVecMap<T>(a, n) + CVecMap<T>(b, n);
+  }
+  std::array<const T*, 3> qkv_weights(const T* w) const {
+    if (!w) return {nullptr, nullptr, nullptr};
+    return {w + offset_[kQ], w + offset_[kK], w + offset_[kV]};
+  }
+
+  const TensorParallel& tp_;
+  int S_, B_, C_, Hl_, KVl_, D_, Fl_;
+  T eps_;
+  nn::RopeTable<T> rope_;
+  std::array<std::size_t, kBlockParams> offset_{};
+  QkvProjection<T> qkv_;
+  ColumnParallelLinear<T> gate_up_;
+  RowParallelLinear<T> o_, down_;
+};
+
+}  // namespace trident::llama

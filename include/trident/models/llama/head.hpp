@@ -1,0 +1,82 @@
+// trident/models/llama/head.hpp: Llama's head — the final RMSNorm, the untied LM head and the
+// vocab-parallel cross-entropy (tp/vocab_parallel.hpp) — as the head of
+// model/decoder_stage.hpp. Sizes: N rows, n = tp.local_rows(N), C hidden.
+#pragma once
+
+#include "../../data/tokens.hpp"
+#include "../../nn/rmsnorm.hpp"
+#include "../../tp/vocab_parallel.hpp"
+#include "params.hpp"
+
+namespace trident::llama {
+
+template <class T>
+class Head {
+ public:
+  // What the backward needs from the forward, per microbatch.
+  struct Activations {
+    Buffer<T> rstd;   // (n) the final RMSNorm's 1/rms
+    Buffer<T> norm;   // (N, C) the LM head's input (gathered under SP)
+    Buffer<T> probs;  // (N, vocab rows) softmax, then dlogits
+    Buffer<T> dnorm;  // (n, C) the norm's output gradient, from B to W
+  };
+
+  Head(const Config& c, const TensorParallel& tp, int rows)
+      : tp_(tp), N_(rows * c.seq), C_(c.hidden), eps_(T(c.norm_eps)) {
+    const ShardLayout table =
+        layout_unit(units(c, tp.size())[1], tp.size(), tp.rank()).params[0].layout;
+    head_ = {static_cast<int>(table.offset()), static_cast<int>(table.local_rows()), c.vocab, C_};
+  }
+
+  // The units it reads, in order: "norm", "lm_head".
+  static std::vector<UnitSpec> units(const Config& c, int tp) {
+    return {norm_unit(c), vocab_unit("lm_head", c, tp)};
+  }
+
+  // x: (n, C) the last block's output; w: the units' parameters. Returns the microbatch's
+  // summed loss times scale.
+  double forward(Activations& a, const T* x, const Microbatch& data, const T* const* w,
+                 T scale) const {
+    const int N = N_, n = tp_.local_rows(N);
+    auto act = [&](Buffer<T>& b, std::size_t size) {  // overwritten below: not zeroed
+      b.allocate(MemoryKind::activations, size, Fill::none);
+    };
+    act(a.rstd, n), act(a.norm, std::size_t(N) * C_), act(a.probs, std::size_t(N) * head_.rows);
+    Buffer<T> local(MemoryKind::buffers, tp_.sequence_parallel ? std::size_t(n) * C_ : 0),
+        losses(MemoryKind::buffers, N);
+    T* out = tp_.sequence_parallel ? local.data() : a.norm.data();
+    nn::rmsnorm_forward(out, a.rstd.data(), x, w[0], n, C_, eps_);
+    head_.forward(tp_, losses.data(), a.probs.data(), out, a.norm.data(), w[1], data.targets.data(),
+                  N);
+    double sum = 0;
+    for (int i = 0; i < N; ++i) sum += losses[i];
+    return sum * scale;
+  }
+
+  // dx: (n, C) the gradient of x (written by the input half); w: the parameters (input half
+  // only); g: the gradients (weight half only, accumulate). part as nn::BackwardPart.
+  void backward(Activations& a, T* dx, const T* x, const Microbatch& data, const T* const* w,
+                T* const* g, T scale, nn::BackwardPart part) const {
+    const int N = N_, n = tp_.local_rows(N);
+    const bool in = nn::computes_input(part);
+    Buffer<T> dfull(MemoryKind::buffers, in && tp_.sequence_parallel ? std::size_t(N) * C_ : 0);
+    if (in)
+      a.dnorm.allocate(
+          part == nn::BackwardPart::both ? MemoryKind::buffers : MemoryKind::activations,
+          std::size_t(n) * C_);
+    T* dnorm = a.dnorm.data();
+    head_.backward(tp_, dnorm, tp_.sequence_parallel ? dfull.data() : dnorm, g ? g[1] : nullptr,
+                   a.probs.data(), data.targets.data(), a.norm.data(), w ? w[1] : nullptr, scale, N,
+                   part);
+    nn::rmsnorm_backward(dx, g ? g[0] : nullptr, dnorm, x, w ? w[0] : nullptr, a.rstd.data(), n, C_,
+                         part);
+  }
+
+ private:
+  const TensorParallel& tp_;
+  int N_, C_;
+  T eps_;
+  VocabParallelHead<T> head_;
+};
+
+}  // namespace trident::llama

@@ -1,0 +1,79 @@
+// trident/models/llama/model.hpp: a Llama-style decoder (Touvron et al. 2023) as a model of
+// model/model.hpp — a decoder stage (model/decoder_stage.hpp) with Llama's parts: the token
+// embedding with no learned positions, pre-RMSNorm blocks of grouped-query attention with
+// rotary position embeddings and a SwiGLU MLP, the final RMSNorm and an untied LM head (no ties).
+#pragma once
+
+#include <algorithm>
+
+#include "../../model/decoder_stage.hpp"
+#include "block.hpp"
+#include "embedding.hpp"
+#include "head.hpp"
+
+namespace trident::llama {
+
+class Model {
+ public:
+  Model() = default;
+  explicit Model(const Config& c) : c_(c) {}
+  const Config& config() const { return c_; }
+
+  // --- model/model.hpp ---------------------------------------------------------------------
+  template <class T, class S = T>
+  using Stage = DecoderStage<Model, T, S>;
+
+  int layers() const { return c_.layers; }
+  int seq() const { return c_.seq; }
+  int vocab() const { return c_.vocab; }
+
+  std::vector<UnitSpec> units(const StageSpec& s, int tp) const {
+    return decoder_units(*this, s, tp).units;
+  }
+  double initial_value(const ParamSpec& p, std::uint64_t index) const {
+    return llama::initial_value(c_, p, index);
+  }
+  std::vector<Tie> ties(int) const { return {}; }  // the LM head is its own tensor
+  // Forward GEMM FLOPs of one sequence (plan/balance.hpp), 2 per multiply-add: per token
+  // 2 C (H + 2 KV) D (q, k, v) + 2 H D C (o) + 2 C 2F (gate, up) + 2 F C (down) + 4 T H D
+  // (scores and their product with v), and the LM head's 2 C V.
+  plan::StageCosts stage_costs() const {
+    const double T = c_.seq, C = c_.hidden, D = c_.head_size(), H = c_.heads, KV = c_.kv_heads,
+                 F = c_.ffn(), V = c_.vocab;
+    const double layer = T * (2 * C * (H + 2 * KV) * D + 2 * H * D * C + 6 * C * F + 4 * T * H * D);
+    return {layer, 0.0, T * 2 * C * V};
+  }
+
+  void validate(const ModelRun& run) const {
+    auto s = [](long long v) { return std::to_string(v); };
+    c_.validate();
+    validate_tensor_parallel(c_, run.tp, run.sequence_parallel);
+    // the widest activation of a microbatch: logits (V), gate/up (2F) or attention scores (H T)
+    const long long rows = run.rows, T = c_.seq,
+                    wide = std::max({1LL * c_.vocab, 2LL * c_.ffn(), 1LL * c_.heads * T});
+    require(rows * T * wide <= Config::kMaxElements,
+            "a microbatch's activations (" + s(rows) + " sequences x " + s(T) + " tokens x " +
+                s(wide) + ") have more than 2^31 - 1 elements");
+  }
+  ModelDescription describe() const {
+    return {{"vocab", c_.vocab},   {"seq", c_.seq},     {"layers", c_.layers},
+            {"hidden", c_.hidden}, {"heads", c_.heads}, {"kv_heads", c_.kv_heads},
+            {"ffn", c_.ffn()}};
+  }
+
+  // --- model/decoder_stage.hpp ---------------------------------------------------------------
+  template <class T>
+  using Embedding = llama::Embedding<T>;
+  template <class T>
+  using Block = llama::Block<T>;
+  template <class T>
+  using Head = llama::Head<T>;
+  std::vector<UnitSpec> embedding_units(int tp) const { return Embedding<float>::units(c_, tp); }
+  UnitSpec layer_unit(int layer) const { return block_unit(c_, layer); }
+  std::vector<UnitSpec> head_units(int tp) const { return Head<float>::units(c_, tp); }
+
+ private:
+  Config c_;
+};
+
+}  // namespace trident::llama

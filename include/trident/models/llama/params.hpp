@@ -1,0 +1,62 @@
+// trident/models/llama/params.hpp: the Llama-style decoder's parameters, grouped into units
+// (model/params.hpp).
+//
+// Names follow Hugging Face's Llama state dict without its "model." prefix; weights are stored
+// [in, out] (nn/linear.hpp), the transpose of PyTorch's nn.Linear. Placements over TP are
+// Megatron's (Shoeybi et al. 2019, §3) with grouped-query attention: q, k and v column-parallel
+// (each rank holds H / TP query heads and the KV / TP key/value heads they read), gate and up
+// column-parallel as one weight of two sections, o and down row-parallel, the embedding and the
+// untied LM head vocab-parallel (rows, padded to a multiple of TP), the RMSNorm gains replicated.
+//
+// Units: "embed_tokens", "layers.{i}", "norm", "lm_head".
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "../../model/params.hpp"
+#include "config.hpp"
+
+namespace trident::llama {
+
+// Order of a block's parameters inside its unit (the index into UnitSpec::params).
+enum BlockParam { kAttnNorm, kQ, kK, kV, kO, kMlpNorm, kGateUp, kDown, kBlockParams };
+
+inline std::int64_t padded_vocab(const Config& c, int tp) {
+  return (c.vocab + tp - 1) / tp * tp;  // Megatron's make-vocab-size-divisible-by TP
+}
+
+// A (vocab, C) table split by rows over TP: the embedding, and the LM head.
+inline UnitSpec vocab_unit(const std::string& name, const Config& c, int tp) {
+  return {name,
+          {{name + ".weight", {c.vocab, c.hidden}, Placement::Shard(0), padded_vocab(c, tp)}}};
+}
+inline UnitSpec norm_unit(const Config& c) {
+  return {"norm", {{"norm.weight", {c.hidden}, Placement::Replicate(), 0, Init::ones, false}}};
+}
+inline UnitSpec block_unit(const Config& c, int layer) {
+  const std::int64_t C = c.hidden, D = c.head_size(), H = c.heads, KV = c.kv_heads, F = c.ffn();
+  const std::string p = "layers." + std::to_string(layer) + ".";
+  auto gain = [&](std::string n) {
+    return ParamSpec{p + n, {C}, Placement::Replicate(), 0, Init::ones, false};
+  };
+  return {
+      "layers." + std::to_string(layer),
+      {gain("input_layernorm.weight"),
+       {p + "self_attn.q_proj.weight", {C, H * D}, Placement::Shard(1)},
+       {p + "self_attn.k_proj.weight", {C, KV * D}, Placement::Shard(1)},
+       {p + "self_attn.v_proj.weight", {C, KV * D}, Placement::Shard(1)},
+       {p + "self_attn.o_proj.weight", {H * D, C}, Placement::Shard(0), 0, Init::residual_normal},
+       gain("post_attention_layernorm.weight"),
+       {p + "mlp.gate_up_proj.weight", {C, 2 * F}, Placement::Shard(1, 2)},
+       {p + "mlp.down_proj.weight", {F, C}, Placement::Shard(0), 0, Init::residual_normal}}};
+}
+
+// Weights normal(0, 0.02), the residual projections (o, down) scaled by 1/sqrt(2 L) as GPT-2's
+// (Radford et al. 2019, §2.3), RMSNorm gains one (model/init.hpp).
+inline double initial_value(const Config& c, const ParamSpec& p, std::uint64_t index) {
+  return trident::initial_value(p.init, c.seed, p.name, index, c.layers);
+}
+
+}  // namespace trident::llama

@@ -1,0 +1,23 @@
+# train_llama's bad input (models/llama/config.hpp): one message naming the numbers, printed
+# once, a non-zero exit, no hang (trident_cli_error: tests/cli/cli.cmake).
+if(NOT TRIDENT_BUILD_EXAMPLES)
+  return()
+endif()
+
+set(tiny_llama --layers 2 --hidden 16 --heads 4 --kv-heads 2 --seq 8 --batch 4 --steps 1 --data synthetic)
+trident_cli_error(llama_kv_heads_not_dividing_heads RANKS 2 PROGRAM train_llama ARGS ${tiny_llama}
+  --kv-heads 3 --dp 2 EXPECT "the 3 KV heads do not divide the 4 attention heads (grouped-query attention)")
+trident_cli_error(llama_kv_heads_not_divisible_by_tp RANKS 2 PROGRAM train_llama ARGS ${tiny_llama}
+  --kv-heads 1 --tp 2
+  EXPECT "the 1 KV heads are not divisible by TP=2 (each rank holds whole key/value heads)")
+trident_cli_error(llama_seq_not_divisible_by_tp RANKS 2 PROGRAM train_llama ARGS ${tiny_llama}
+  --seq 7 --tp 2 --sequence-parallel
+  EXPECT "sequence parallelism needs the sequence length 7 to be divisible by TP=2")
+trident_cli_error(llama_odd_head_size RANKS 1 PROGRAM train_llama ARGS ${tiny_llama} --hidden 36
+  EXPECT "RoPE rotates pairs of features: the head size 9 (hidden 36 / 4 heads) must be even")
+
+# The same per-step losses on a mesh as in one process (trident_same_losses: tests/cli/cli.cmake).
+trident_same_losses(llama_tp2_sp RANKS 2 PROGRAM train_llama ARGS --tp 2 --sequence-parallel
+  BOTH --kv-heads 2)
+trident_same_losses(llama_pp2_dp2_zero3 RANKS 4 PROGRAM train_llama ARGS --pp 2 --dp 2 --zero 3
+  BOTH --kv-heads 1)
