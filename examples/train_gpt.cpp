@@ -3,15 +3,18 @@
 //   mpiexec -n 8 ./train_gpt --tp 2 --pp 2 --dp 2 --zero 1 --schedule 1f1b
 //   mpiexec -n 2 ./train_gpt --pp 2 --schedule zb-h1 --microbatches 8 --svg zb.svg
 //   ./train_gpt --dtype double --steps 20              (the single-process reference run)
+//   ./train_gpt --eval-every 50 --sample 200            (held-out loss; a sample at the end)
 //
 // Prints a progress line per step and a closing report: tokens/s, memory per rank by kind,
-// traffic per step per axis, the pipeline bubble, each next to its formula.
+// traffic per step per axis, the pipeline bubble, each next to its formula; with --sample,
+// ends with text sampled from the trained model.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <trident/io/checkpoint.hpp>
 #include <trident/io/chrome_trace.hpp>
+#include <trident/io/inference_cli.hpp>
 #include <trident/io/weights.hpp>
 #include <trident/models/gpt2/cli.hpp>
 #include <trident/pp/svg.hpp>
@@ -33,6 +36,7 @@ struct Flags {
   std::string checkpoint_dir, resume;
   bool resuming = false;
   int save_every = 0, keep = 0, stop_after = 0;
+  InferenceFlags inference;  // --eval-every, --sample, ...
 };
 
 // "auto" (empty: balanced by cost), or layers per virtual stage such as "3,2,2,1".
@@ -55,7 +59,7 @@ std::vector<int> parse_pp_layers(const std::string& text) {
 
 // Runs the whole training with compute type T and storage type S.
 template <class T, class S>
-int train(const Comm& world, Flags& f, TokenSource data) {
+int train(const Comm& world, Flags& f, TokenSource data, const TokenSource& held_out) {
   gpt2::Trainer<T, S> t(world, f.o, data);
   const Mesh<>& mesh = t.mesh();
   warn_if_tp_spans_nodes(mesh);
@@ -78,8 +82,8 @@ int train(const Comm& world, Flags& f, TokenSource data) {
         o.model.heads, o.model.vocab, o.model.seq, o.batch, o.model.seq, o.microbatches,
         pp::to_string(o.schedule), o.sequence_parallel ? ", SP" : "", o.zero.stage, f.dtype.c_str(),
         f.precision.c_str(), data.name().c_str());
-  std::vector<double> losses;
-  std::vector<int> skipped;  // steps skipped for a non-finite loss or gradient norm
+  std::vector<double> losses, val_losses;
+  std::vector<int> skipped, val_steps;  // steps skipped for a non-finite loss or gradient norm
   std::vector<StepResult> measured;
   const double tokens = double(o.batch) * o.model.seq;
   double elapsed = 0;
@@ -105,6 +109,14 @@ int train(const Comm& world, Flags& f, TokenSource data) {
       std::printf("step %5d | loss %.6f | norm %.4f | lr %.2e | %8.0f tokens/s | %7.1f s%s\n", s,
                   r.loss, r.grad_norm, r.lr, tokens / r.seconds, elapsed,
                   r.skipped ? " | skipped: not finite" : "");
+    const int every = f.inference.eval_every;
+    if (every > 0 && ((s + 1) % every == 0 || s == last - 1)) {
+      val_losses.push_back(evaluate(t, held_out, f.inference.eval_batches));
+      val_steps.push_back(t.steps_done());
+      if (world.rank() == 0)
+        std::printf("step %5d | val loss %.6f (held-out tail, %d x %d tokens)\n", s,
+                    val_losses.back(), f.inference.eval_batches, int(tokens));
+    }
     std::fflush(stdout);
     if (f.save_every > 0 && t.steps_done() % f.save_every == 0) {
       const std::string path = save_checkpoint(t, f.checkpoint_dir, f.keep);
@@ -118,6 +130,9 @@ int train(const Comm& world, Flags& f, TokenSource data) {
   const double tokens_per_s = measured.empty() ? std::nan("") : measured.size() * tokens / seconds;
   const RunReport report = make_report(t, measured);
   if (!f.save.empty()) save_weights(t, f.save);
+  const std::vector<std::int32_t> sampled =
+      f.inference.sample.tokens > 0 ? sample(t, prompt_tokens(f.inference), f.inference.sample)
+                                    : std::vector<std::int32_t>{};
   // the timeline of the last step: every rank's spans, gathered on rank 0
   pp::Timeline timeline{world.size(), {}};
   {
@@ -150,6 +165,13 @@ int train(const Comm& world, Flags& f, TokenSource data) {
     std::printf("\n");
   }
   print_report(report, t.model(), o);
+  const std::string text = tokens_as_text(sampled, o.model.vocab);
+  if (!sampled.empty())
+    std::printf(
+        "\nsample (%zu tokens after the prompt, temperature %g, top-k %d, seed %llu):\n%s%s\n",
+        sampled.size(), f.inference.sample.temperature, f.inference.sample.top_k,
+        static_cast<unsigned long long>(f.inference.sample.seed), f.inference.prompt.c_str(),
+        text.c_str());
   std::vector<std::string> names;
   for (int r = 0; r < world.size(); ++r) names.push_back("rank " + std::to_string(r));
   if (!f.trace.empty()) pp::write_chrome_trace(f.trace, timeline, names);
@@ -184,6 +206,10 @@ int train(const Comm& world, Flags& f, TokenSource data) {
     j["final_loss"] = losses.back();
     j["tokens_per_s"] = tokens_per_s;  // NaN (one step) is written as null
     j["skipped_steps"] = skipped;
+    j["val_steps"] = val_steps;  // val_losses[k]: the held-out loss after val_steps[k] steps
+    j["val_losses"] = val_losses;
+    j["sample_tokens"] = sampled;
+    j["sample"] = text;
     j["bubble"] = {{"measured", report.bubble}, {"formula", report.bubble_formula}};
     for (const RankFigures& r : report.ranks)
       j["ranks"].push_back({{"coord", {r.tp, r.pp, r.dp}},
@@ -208,7 +234,9 @@ int train(const Comm& world, Flags& f, TokenSource data) {
                               {"dp", r.formula.dp},
                               {"emb", r.formula.emb}}}});
     std::ofstream out(f.json);
-    require(static_cast<bool>(out << j.dump(2) << "\n"),
+    // sampled bytes need not be UTF-8: invalid sequences are written as U+FFFD
+    require(static_cast<bool>(out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                                  << "\n"),
             "cannot write the report '" + f.json + "'");
   }
   return 0;
@@ -303,6 +331,7 @@ int main(int argc, char** argv) {
                    "fp32, or bf16 parameters/gradients with fp32 master weights")
         ->check(CLI::IsMember({"fp32", "bf16"}))
         ->capture_default_str();
+    add_inference_options(app, f.inference);
     parse_command_line(app, argc, argv, world);
 
     if (mb->count() == 0) o.microbatches = o.mesh.pp > 1 ? 2 * o.mesh.pp : 1;
@@ -323,6 +352,7 @@ int main(int argc, char** argv) {
     require(f.threads >= 0, "--threads must be at least 0 (0: cores / ranks on the node)");
     wait_tuning().timeout_seconds = checked_timeout(f.timeout, "--timeout");
     configure_threads(world, f.threads);
+    check_inference_options(f.inference, o.model.vocab);
 
     TokenSource data = TokenSource::synthetic(o.model.vocab);
     if (f.data != "synthetic") {
@@ -334,11 +364,15 @@ int main(int argc, char** argv) {
       }
       agree(world, message.empty(), message);
     }
+    // --eval-every: the tail of the data is held out, never trained on
+    TokenSource held_out = data;
+    if (f.inference.eval_every > 0)
+      std::tie(data, held_out) = data.split_tail(f.inference.held_out, o.model.seq);
     if (f.precision == "bf16") {
       require(f.dtype == "float", "bf16 mixed precision computes in float: use --dtype float");
-      return train<float, bf16>(world, f, data);
+      return train<float, bf16>(world, f, data, held_out);
     }
-    if (f.dtype == "double") return train<double, double>(world, f, data);
-    return train<float, float>(world, f, data);
+    if (f.dtype == "double") return train<double, double>(world, f, data, held_out);
+    return train<float, float>(world, f, data, held_out);
   });
 }
