@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -33,8 +34,10 @@ struct SampleOptions {
 // Bad values: one Error naming the flag (the same on every rank).
 inline void validate(const SampleOptions& s, int vocab) {
   require(s.tokens >= 0, "--sample must be at least 0 tokens, got " + std::to_string(s.tokens));
+  char t[32];
+  std::snprintf(t, sizeof t, "%g", s.temperature);
   require(std::isfinite(s.temperature) && s.temperature > 0,
-          "--temperature must be a finite number > 0, got " + std::to_string(s.temperature));
+          std::string("--temperature must be a finite number > 0, got ") + t);
   require(s.top_k >= 1 && s.top_k <= vocab, "--top-k must be between 1 and the vocabulary of " +
                                                 std::to_string(vocab) + ", got " +
                                                 std::to_string(s.top_k));
