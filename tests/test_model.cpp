@@ -63,15 +63,15 @@ TEST_CASE("initialisation by global index: a TP shard of a parameter is the slic
   }
   // GPT-2's scheme: std 0.02, residual projections 0.02 / sqrt(2 L), LayerNorm gain 1
   double s2 = 0, r2 = 0;
-  const LocalParam& qkv = whole.params[kQkvW];
-  const LocalParam& proj = whole.params[kMlpProjW];
+  const LocalParam& qkv = whole.params[gpt2::kQkvW];
+  const LocalParam& proj = whole.params[gpt2::kMlpProjW];
   for (std::size_t k = 0; k < qkv.numel; ++k) s2 += full[qkv.offset + k] * full[qkv.offset + k];
   for (std::size_t k = 0; k < proj.numel; ++k) r2 += full[proj.offset + k] * full[proj.offset + k];
   CHECK(std::sqrt(s2 / qkv.numel) == doctest::Approx(0.02).epsilon(0.05));
   CHECK(std::sqrt(r2 / proj.numel) ==
         doctest::Approx(0.02 / std::sqrt(2.0 * c.layers)).epsilon(0.05));
-  CHECK(full[whole.params[kLn1W].offset] == 1.0);
-  CHECK(full[whole.params[kLn1B].offset] == 0.0);
+  CHECK(full[whole.params[gpt2::kLn1W].offset] == 1.0);
+  CHECK(full[whole.params[gpt2::kLn1B].offset] == 0.0);
 }
 
 TEST_CASE("data: a row of the global batch depends only on (seed, step, row)") {

@@ -3,7 +3,7 @@
 // with an uneven layer split, and with activation recomputation; ZB-H1 (backward split into B
 // and W) at PP = 2 and 4 with m in {p, 2p, 2p+1}, with TP (and SP) and with DP and ZeRO 1-3;
 // interleaved at PP = 1 with v = 2 (both tied embedding copies on one rank): alone, TP2, DP2
-// ZeRO-3.
+// ZeRO-3. A tie declared between parameters of different shapes is refused.
 #include "parity.hpp"
 
 using namespace trident;
@@ -73,4 +73,35 @@ TEST_CASE("PP=1 interleaved (v=2): the tied embedding's two copies on one rank a
   run(1, {1, 1, 1}, ScheduleKind::interleaved, 2, 4, 2);
   run(2, {2, 1, 1}, ScheduleKind::interleaved, 2, 4, 2);
   run(2, {1, 1, 2}, ScheduleKind::interleaved, 2, 4, 2, false, {}, {3});
+}
+
+namespace {
+// GPT-2 with its word embedding declared tied to the final LayerNorm: shapes that differ.
+struct MistiedGPT : gpt2::Model {
+  using gpt2::Model::Model;
+  std::vector<Tie> ties(int stages) const { return {{"wte", 0, "ln_f", stages - 1}}; }
+};
+
+void expect_mistied(int ranks, MeshShape mesh) {
+  auto comm = test::first_ranks(ranks, test::current_test_name());
+  if (!comm) return;
+  const gpt2::Options o = test::small_options(mesh, 4);
+  std::string what;
+  try {
+    Trainer<MistiedGPT, double> t(*comm, MistiedGPT(o.model), o,
+                                  TokenSource::synthetic(o.model.vocab));
+  } catch (const Error& e) {
+    what = e.what();
+  }
+  INFO(what);
+  CHECK(what.find("cannot tie 'wte' of virtual stage 0 (wte.weight [67, 32]") == 0);
+  CHECK(what.find("and 'ln_f' of virtual stage " + std::to_string(mesh.pp - 1) +
+                  " (ln_f.weight [32]") != std::string::npos);
+  CHECK(what.find("their shapes or placements differ") != std::string::npos);
+}
+}  // namespace
+
+TEST_CASE("a tie of parameters of different shapes is one Error naming both, on every rank") {
+  expect_mistied(1, {1, 1, 1});
+  expect_mistied(2, {1, 2, 1});
 }
