@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <trident/io/checkpoint.hpp>
 #include <trident/io/chrome_trace.hpp>
 #include <trident/io/inference_cli.hpp>
@@ -59,7 +60,8 @@ std::vector<int> parse_pp_layers(const std::string& text) {
 
 // Runs the whole training with compute type T and storage type S.
 template <class T, class S>
-int train(const Comm& world, Flags& f, TokenSource data, const TokenSource& held_out) {
+int train(const Comm& world, Flags& f, TokenSource data,
+          const std::optional<TokenSource>& held_out) {
   gpt2::Trainer<T, S> t(world, f.o, data);
   const Mesh<>& mesh = t.mesh();
   warn_if_tp_spans_nodes(mesh);
@@ -82,8 +84,9 @@ int train(const Comm& world, Flags& f, TokenSource data, const TokenSource& held
         o.model.heads, o.model.vocab, o.model.seq, o.batch, o.model.seq, o.microbatches,
         pp::to_string(o.schedule), o.sequence_parallel ? ", SP" : "", o.zero.stage, f.dtype.c_str(),
         f.precision.c_str(), data.name().c_str());
-  std::vector<double> losses, val_losses;
-  std::vector<int> skipped, val_steps;  // steps skipped for a non-finite loss or gradient norm
+  std::vector<double> losses, val_losses;  // val_losses[k]: held-out, after val_steps[k] steps
+  std::vector<int> val_steps;
+  std::vector<int> skipped;  // steps skipped for a non-finite loss or gradient norm
   std::vector<StepResult> measured;
   const double tokens = double(o.batch) * o.model.seq;
   double elapsed = 0;
@@ -111,7 +114,7 @@ int train(const Comm& world, Flags& f, TokenSource data, const TokenSource& held
                   r.skipped ? " | skipped: not finite" : "");
     const int every = f.inference.eval_every;
     if (every > 0 && ((s + 1) % every == 0 || s == last - 1)) {
-      val_losses.push_back(evaluate(t, held_out, f.inference.eval_batches));
+      val_losses.push_back(evaluate(t, *held_out, f.inference.eval_batches));
       val_steps.push_back(t.steps_done());
       if (world.rank() == 0)
         std::printf("step %5d | val loss %.6f (held-out tail, %d x %d tokens)\n", s,
@@ -365,9 +368,11 @@ int main(int argc, char** argv) {
       agree(world, message.empty(), message);
     }
     // --eval-every: the tail of the data is held out, never trained on
-    TokenSource held_out = data;
-    if (f.inference.eval_every > 0)
-      std::tie(data, held_out) = data.split_tail(f.inference.held_out, o.model.seq);
+    std::optional<TokenSource> held_out;
+    if (f.inference.eval_every > 0) {
+      auto [train_part, tail] = data.split_tail(f.inference.held_out, o.model.seq);
+      data = std::move(train_part), held_out = std::move(tail);
+    }
     if (f.precision == "bf16") {
       require(f.dtype == "float", "bf16 mixed precision computes in float: use --dtype float");
       return train<float, bf16>(world, f, data, held_out);

@@ -98,11 +98,11 @@ class TokenSource {
     require(!sampler_, "the data source '" + name_ +
                            "' is a host app's sampler: it has no tail to hold out (give "
                            "evaluate() a held-out source of its own)");
-    TokenSource train = *this, held_out = *this;
-    held_out.name_ = name_ + " (held-out tail)";
     if (is_synthetic()) {
+      TokenSource held_out = *this;
+      held_out.name_ = name_ + " (held-out)";
       held_out.salt_ = 0x9E3779B97F4A7C15ull;  // any other key: other tokens
-      return {train, held_out};
+      return {*this, held_out};
     }
     const std::size_t n = tokens_.size(), tail = std::size_t(double(n) * fraction);
     const auto fits = [&](std::size_t k) { return k > std::size_t(seq) + 1; };
@@ -110,9 +110,14 @@ class TokenSource {
             "the data '" + name_ + "' has " + std::to_string(n) + " tokens: too few to hold out " +
                 std::to_string(tail) + " and still have a sequence of " + std::to_string(seq) +
                 " + 1 in each part");
-    train.tokens_.assign(tokens_.begin(), tokens_.end() - tail);
-    held_out.tokens_.assign(tokens_.end() - tail, tokens_.end());
-    return {train, held_out};
+    auto part = [&](std::size_t begin, std::size_t end, std::string name) {
+      TokenSource s;
+      s.vocab_ = vocab_;  // the vocabulary of the whole data
+      s.name_ = std::move(name);
+      s.tokens_.assign(tokens_.begin() + begin, tokens_.begin() + end);
+      return s;
+    };
+    return {part(0, n - tail, name_), part(n - tail, n, name_ + " (held-out tail)")};
   }
 
   // Row `row` of step `step`: inputs (seq) and targets (seq, the inputs shifted by one).
