@@ -46,7 +46,7 @@ void print_memory(const std::vector<Result>& results) {
   std::printf(
       "\nmemory per rank, MiB: measured (MemoryStats) / predicted. Model states: ZeRO §5.1, "
       "(2+2+K) Psi with Psi the stage's units padded to DP; activations: trident's buffers "
-      "(model/block.hpp) over the stage's schedule, peak\n");
+      "(models/gpt2/block.hpp) over the stage's schedule, peak\n");
   std::printf("%-20s %5s %9s %9s %9s %21s %21s %9s\n", "run", "stage", "params", "grads",
               "optimizer", "model states", "activations", "comm bufs");
   for (const Result& r : results)

@@ -179,8 +179,8 @@ TEST_CASE("a directory resumes from its newest complete checkpoint; keep; damage
   gpt2::Options wider = o;
   wider.model.hidden = 64;
   CHECK(error_of(step3, wider)
-            .find("the checkpoint's model is V=67 T=16 L=4 C=32 H=8, this "
-                  "run's is V=67 T=16 L=4 C=64 H=8") != std::string::npos);
+            .find("the checkpoint's model is heads=8 hidden=32 layers=4 seq=16 vocab=67, this "
+                  "run's is heads=8 hidden=64 layers=4 seq=16 vocab=67") != std::string::npos);
   gpt2::Options reseeded = o;
   reseeded.data_seed = 7;
   CHECK(error_of(step3, reseeded).find("--data-seed 42") != std::string::npos);

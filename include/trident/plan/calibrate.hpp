@@ -151,7 +151,7 @@ struct LayerShape {
 // softmax(Q K^T / sqrt(D)) V with its small products), GELU, and the passes over its residual
 // stream (n, C) — which every TP rank makes in full: per half, the forward's copy out of the
 // all-reduce, bias and residual adds, the backward's bias gradient and residual add
-// (model/block.hpp, tp/linear.hpp); the head's cross-entropy.
+// (models/gpt2/block.hpp, tp/linear.hpp); the head's cross-entropy.
 inline std::pair<double, double> measure_kernel_seconds(const Comm& world, const LayerShape& s) {
   const int N = s.N(), V = s.vocab_rows;
   std::vector<float> x(std::size_t(s.n) * s.C, 0.1f), y(x.size()), dx(x.size()),

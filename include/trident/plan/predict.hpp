@@ -131,7 +131,7 @@ inline MicrobatchWork microbatch_work(const gpt2::Options& o, const Precision& p
   w.layer_flops = passes * layer_forward_flops(model_spec(o.model), a.B) / tp;
   w.layer_linear_flops = passes * 24 * a.N * a.C * a.C / tp;  // without attention's 4 B s^2 h
   w.head_flops = 3 * 2 * a.N * a.C * a.vocab_rows;
-  // model/block.hpp's buffers: activations (twice with recomputation) and temporaries
+  // models/gpt2/block.hpp's buffers: activations (twice with recomputation) and temporaries
   const double temps = a.N * a.C + a.n * a.C + 8 * a.N * a.Cl + a.N * a.C + 2 * a.n * a.C;
   w.layer_fill = (layer_activation_elements(a) * (o.recompute ? 2 : 1) + temps) * e;
   w.head_fill = (head_activation_elements(a) + 2 * a.N * a.C) * e;

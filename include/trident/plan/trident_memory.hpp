@@ -5,14 +5,14 @@
 // The planner (memory.hpp) follows the papers; trident differs in ways the cost model must know
 // to predict MemoryStats to the byte:
 //  - Psi per pipeline stage, not the largest stage's: the first stage holds wte and wpe, the
-//    last ln_f and (PP > 1) its own copy of wte for the tied LM head (model/chunk.hpp);
+//    last ln_f and (PP > 1) its own copy of wte for the tied LM head (model/decoder_stage.hpp);
 //  - each ZeRO unit (wte, wpe, h.i, ln_f) is one flat buffer padded to a multiple of DP
 //    (zero/unit_store.hpp), so Psi is the sum of the padded units;
 //  - element sizes are trident's: S for parameters and gradients, K = 2 T for Adam's moments
 //    (+ T for master weights when S != T) — ZeRO's 2 + 2 + 12 for bf16/float, 4 + 4 + 8 for float;
-//  - activations are trident's own buffers in T (model/block.hpp, model/chunk.hpp), added at each
+//  - activations are trident's own buffers in T (models/gpt2/block.hpp, model/decoder_stage.hpp), added at each
 //    forward and freed at each backward of this stage's schedule (pp/schedule.hpp).
-// Unit sizes come from Megatron's split (model_spec.hpp), not from model/params.hpp, so that the
+// Unit sizes come from Megatron's split (model_spec.hpp), not from models/gpt2/params.hpp, so that the
 // test comparing the two has two independent sides.
 #pragma once
 
@@ -109,14 +109,14 @@ inline ActivationShape activation_shape(const gpt2::Options& o) {
           vocab_rows};
 }
 
-// model/block.hpp's BlockActivations: x, x2 (n C); LN stats (4 n); ln1, ln2 (N C); qkv (3 N Cl);
+// models/gpt2/block.hpp's BlockActivations: x, x2 (n C); LN stats (4 n); ln1, ln2 (N C); qkv (3 N Cl);
 // probs (B Hl S S); att (N Cl); fc, act (4 N Cl each).
 inline double layer_activation_elements(const ActivationShape& a) {
   return 2 * a.n * a.C + 4 * a.n + 2 * a.N * a.C + 3 * a.N * a.Cl + a.B * a.heads * a.S * a.S +
          a.N * a.Cl + 8 * a.N * a.Cl;
 }
 
-// The head's stash (model/chunk.hpp): LN_f input (n C), its stats (2 n), the head's input
+// The head's stash (model/decoder_stage.hpp): LN_f input (n C), its stats (2 n), the head's input
 // (N C) and the softmax (N x this rank's vocabulary rows).
 inline double head_activation_elements(const ActivationShape& a) {
   return a.n * a.C + 2 * a.n + a.N * a.C + a.N * a.vocab_rows;
