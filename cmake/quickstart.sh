@@ -1,7 +1,8 @@
 #!/bin/sh
 # The README's two commands. On a fresh Debian 12 machine, as root:
 #   sh cmake/quickstart.sh example   installs what is missing, builds, runs the flagship example
-#                                    (8 ranks: TP2 x PP2 x DP2 with ZeRO-1 and 1F1B)
+#                                    (8 ranks: TP2 x PP2 x DP2 with ZeRO-1 and 1F1B), which
+#                                    ends with 200 bytes of text sampled from the trained model
 #   sh cmake/quickstart.sh test      installs what is missing, builds, runs the whole test suite
 #   sh cmake/quickstart.sh cluster   the flagship example on 2 emulated nodes of 4 ranks joined by
 #                                    a 1 Gbit/s link (cmake/cluster.sh)
@@ -29,7 +30,8 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release
 case "${1:-}" in
   example)
     cmake --build "$build" -j "$jobs" --target train_gpt
-    mpiexec -n 8 "$build/examples/train_gpt" --tp 2 --pp 2 --dp 2 --zero 1 --schedule 1f1b
+    mpiexec -n 8 "$build/examples/train_gpt" --tp 2 --pp 2 --dp 2 --zero 1 --schedule 1f1b \
+      --sample 200 --temperature 0.8 --top-k 10
     ;;
   test)
     cmake --build "$build" -j "$jobs"

@@ -3,13 +3,17 @@
 //   mpiexec -n 8 ./train_gpt --tp 2 --pp 2 --dp 2 --zero 1 --schedule 1f1b
 //   mpiexec -n 2 ./train_gpt --pp 2 --schedule zb-h1 --microbatches 8 --svg zb.svg
 //   ./train_gpt --dtype double --steps 20              (the single-process reference run)
+//   ./train_gpt --eval-every 50 --sample 200            (held-out loss; a sample at the end)
 //
 // Prints a progress line per step and a closing report: tokens/s, memory per rank by kind,
-// traffic per step per axis, the pipeline bubble, each next to its formula.
+// traffic per step per axis, the pipeline bubble, each next to its formula; with --sample,
+// ends with text sampled from the trained model.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <optional>
 #include <trident/io/checkpoint.hpp>
 #include <trident/io/chrome_trace.hpp>
+#include <trident/io/inference_cli.hpp>
 #include <trident/io/run_json.hpp>
 #include <trident/io/train_cli.hpp>
 #include <trident/io/weights.hpp>
@@ -30,11 +34,13 @@ struct Flags {
   std::string checkpoint_dir, resume;
   bool resuming = false;
   int save_every = 0, keep = 0, stop_after = 0;
+  InferenceFlags inference;  // --eval-every, --sample, ...
 };
 
 // Runs the whole training with compute type T and storage type S.
 template <class T, class S>
-int train(const Comm& world, Flags& f, TokenSource data) {
+int train(const Comm& world, Flags& f, TokenSource data,
+          const std::optional<TokenSource>& held_out) {
   gpt2::Trainer<T, S> t(world, f.o, data);
   const Mesh<>& mesh = t.mesh();
   warn_if_tp_spans_nodes(mesh);
@@ -57,7 +63,8 @@ int train(const Comm& world, Flags& f, TokenSource data) {
         o.model.heads, o.model.vocab, o.model.seq, o.batch, o.model.seq, o.microbatches,
         pp::to_string(o.schedule), o.sequence_parallel ? ", SP" : "", o.zero.stage,
         f.run.dtype.c_str(), f.run.precision.c_str(), data.name().c_str());
-  std::vector<double> losses;
+  std::vector<double> losses, val_losses;  // val_losses[k]: held-out, after val_steps[k] steps
+  std::vector<int> val_steps;
   std::vector<int> skipped;  // steps skipped for a non-finite loss or gradient norm
   std::vector<StepResult> measured;
   const double tokens = double(o.batch) * o.model.seq;
@@ -82,6 +89,14 @@ int train(const Comm& world, Flags& f, TokenSource data) {
     if (s > first) measured.push_back(r);
     if (world.rank() == 0 && (s % f.run.log_every == 0 || s == last - 1))
       print_step(s, r, tokens, elapsed);
+    const int every = f.inference.eval_every;
+    if (every > 0 && ((s + 1) % every == 0 || s == last - 1)) {
+      val_losses.push_back(evaluate(t, *held_out, f.inference.eval_batches));
+      val_steps.push_back(t.steps_done());
+      if (world.rank() == 0)
+        std::printf("step %5d | val loss %.6f (held-out tail, %d x %d tokens)\n", s,
+                    val_losses.back(), f.inference.eval_batches, int(tokens));
+    }
     std::fflush(stdout);
     if (f.save_every > 0 && t.steps_done() % f.save_every == 0) {
       const std::string path = save_checkpoint(t, f.checkpoint_dir, f.keep);
@@ -95,6 +110,9 @@ int train(const Comm& world, Flags& f, TokenSource data) {
   const double tokens_per_s = measured.empty() ? std::nan("") : measured.size() * tokens / seconds;
   const RunReport report = make_report(t, measured);
   if (!f.save.empty()) save_weights(t, f.save);
+  const std::vector<std::int32_t> sampled =
+      f.inference.sample.tokens > 0 ? sample(t, prompt_tokens(f.inference), f.inference.sample)
+                                    : std::vector<std::int32_t>{};
   // the timeline of the last step: every rank's spans, gathered on rank 0
   pp::Timeline timeline{world.size(), {}};
   {
@@ -127,6 +145,13 @@ int train(const Comm& world, Flags& f, TokenSource data) {
     std::printf("\n");
   }
   print_report(report, t.model(), o);
+  const std::string text = tokens_as_text(sampled, o.model.vocab);
+  if (!sampled.empty())
+    std::printf(
+        "\nsample (%zu tokens after the prompt, temperature %g, top-k %d, seed %llu):\n%s%s\n",
+        sampled.size(), f.inference.sample.temperature, f.inference.sample.top_k,
+        static_cast<unsigned long long>(f.inference.sample.seed), f.inference.prompt.c_str(),
+        text.c_str());
   std::vector<std::string> names;
   for (int r = 0; r < world.size(); ++r) names.push_back("rank " + std::to_string(r));
   if (!f.trace.empty()) pp::write_chrome_trace(f.trace, timeline, names);
@@ -142,6 +167,10 @@ int train(const Comm& world, Flags& f, TokenSource data) {
                         {"heads", o.model.heads},
                         {"seed", o.model.seed}});
     j["param_count"] = o.model.parameter_count();
+    j["val_steps"] = val_steps;  // val_losses[k]: the held-out loss after val_steps[k] steps
+    j["val_losses"] = val_losses;
+    j["sample_tokens"] = sampled;
+    j["sample"] = text;
     write_json(f.run.json, j);
   }
   return 0;
@@ -183,6 +212,7 @@ int main(int argc, char** argv) {
     app.add_option("--trace", f.trace,
                    "write the last step's timeline as a Chrome trace (Perfetto)");
     app.add_option("--svg", f.svg, "write the last step's timeline as an SVG picture");
+    add_inference_options(app, f.inference);
     parse_command_line(app, argc, argv, world);
 
     apply_run_options(world, o, f.run);
@@ -190,10 +220,17 @@ int main(int argc, char** argv) {
     require(f.save_every == 0 || !f.checkpoint_dir.empty(), "--save-every needs --checkpoint-dir");
     require(!f.resuming || !f.resume.empty() || !f.checkpoint_dir.empty(),
             "--resume without a path needs --checkpoint-dir");
+    check_inference_options(f.inference, o.model.vocab);
 
-    const TokenSource data = load_data(world, f.run.data, o.model.vocab, o.model.seq);
-    if (f.run.precision == "bf16") return train<float, bf16>(world, f, data);
-    if (f.run.dtype == "double") return train<double, double>(world, f, data);
-    return train<float, float>(world, f, data);
+    TokenSource data = load_data(world, f.run.data, o.model.vocab, o.model.seq);
+    // --eval-every: the tail of the data is held out, never trained on
+    std::optional<TokenSource> held_out;
+    if (f.inference.eval_every > 0) {
+      auto [train_part, tail] = data.split_tail(f.inference.held_out, o.model.seq);
+      data = std::move(train_part), held_out = std::move(tail);
+    }
+    if (f.run.precision == "bf16") return train<float, bf16>(world, f, data, held_out);
+    if (f.run.dtype == "double") return train<double, double>(world, f, data, held_out);
+    return train<float, float>(world, f, data, held_out);
   });
 }

@@ -20,6 +20,8 @@
 #include "zero/optimizer.hpp"
 #include "model/decoder_stage.hpp"
 #include "models/gpt2/gpt2.hpp"
+#include "train/evaluate.hpp"
 #include "train/report.hpp"
+#include "train/sample.hpp"
 #include "plan/plan.hpp"
 // clang-format on

@@ -89,11 +89,43 @@ class TokenSource {
   const std::string& name() const { return name_; }
   bool is_synthetic() const { return tokens_.empty() && !sampler_; }
 
+  // The held-out tail for evaluation (train/evaluate.hpp): {the part to train on, the part to
+  // evaluate on}. Tokens: the last `fraction` of them are held out and the training part is
+  // what comes before (each must hold a sequence of seq + 1). Synthetic: the training part is
+  // this source unchanged and the held-out part the same distribution under another key. A host
+  // app's Sampler cannot be split: it passes its own held-out source to evaluate().
+  std::pair<TokenSource, TokenSource> split_tail(double fraction, int seq) const {
+    require(!sampler_, "the data source '" + name_ +
+                           "' is a host app's sampler: it has no tail to hold out (give "
+                           "evaluate() a held-out source of its own)");
+    if (is_synthetic()) {
+      TokenSource held_out = *this;
+      held_out.name_ = name_ + " (held-out)";
+      held_out.salt_ = 0x9E3779B97F4A7C15ull;  // any other key: other tokens
+      return {*this, held_out};
+    }
+    const std::size_t n = tokens_.size(), tail = std::size_t(double(n) * fraction);
+    const auto fits = [&](std::size_t k) { return k > std::size_t(seq) + 1; };
+    require(fits(tail) && fits(n - tail),
+            "the data '" + name_ + "' has " + std::to_string(n) + " tokens: too few to hold out " +
+                std::to_string(tail) + " and still have a sequence of " + std::to_string(seq) +
+                " + 1 in each part");
+    auto part = [&](std::size_t begin, std::size_t end, std::string name) {
+      TokenSource s;
+      s.vocab_ = vocab_;  // the vocabulary of the whole data
+      s.name_ = std::move(name);
+      s.tokens_.assign(tokens_.begin() + begin, tokens_.begin() + end);
+      return s;
+    };
+    return {part(0, n - tail, name_), part(n - tail, n, name_ + " (held-out tail)")};
+  }
+
   // Row `row` of step `step`: inputs (seq) and targets (seq, the inputs shifted by one).
   void sample(std::uint64_t seed, int step, int row, int seq, std::int32_t* inputs,
               std::int32_t* targets) const {
     if (sampler_) return sampler_(seed, step, row, seq, inputs, targets);
-    const std::uint64_t key = mix64(seed ^ mix64((std::uint64_t(step) << 32) | unsigned(row)));
+    const std::uint64_t key =
+        mix64(seed ^ salt_ ^ mix64((std::uint64_t(step) << 32) | unsigned(row)));
     if (is_synthetic()) {
       for (int t = 0; t <= seq; ++t) {
         const auto tok = static_cast<std::int32_t>(mix64(key + t) % std::uint64_t(vocab_));
@@ -118,6 +150,7 @@ class TokenSource {
   std::vector<std::int32_t> tokens_;
   int vocab_ = 256;
   std::string name_;
+  std::uint64_t salt_ = 0;  // mixed into the sampling key (a synthetic held-out part)
 };
 
 // Rows [row_begin, row_begin + rows) of a step's global batch in [s, b] order: element

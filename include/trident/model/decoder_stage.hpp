@@ -17,6 +17,9 @@
 //       double forward(Activations&, const T* x, const Microbatch&, const T* const* w, T scale);
 //       backward(Activations&, T* dx, const T* x, const Microbatch&, const T* const* w,
 //                T* const* g, T scale, nn::BackwardPart)
+//       and, for sampling only (forward_logits): logits(const T* x, int position,
+//       const T* const* w, T* out): out (vocab) the next-token logits after token `position`
+//       of row 0 of x, the same on every TP rank
 //
 // The first virtual stage runs the embedding, the last the head and the loss. A head unit named
 // like an embedding unit of the same stage is that unit (a tie inside one stage: GPT-2's LM
@@ -98,32 +101,25 @@ class DecoderStage {
   // last stage; 0 elsewhere).
   double forward(int mb, const Microbatch& data, const T* input, T* output, T scale) {
     Stash& st = stash_[mb];
-    const std::size_t size = activation_size();
-    std::size_t k = 0;  // position in the use order
-    st.blocks.resize(spec_.layers);
-    for (auto& a : st.blocks) a.x.allocate(MemoryKind::activations, size);
-    if (spec_.last()) st.head_input.allocate(MemoryKind::activations, size);
-    T* first = spec_.layers ? st.blocks[0].x.data() : st.head_input.data();
-    if (spec_.first()) {
-      const auto w = params_.use(k, units_.embedding.size());
-      embedding_.forward(first, data, w.data());
-      params_.release(k, units_.embedding.size()), k += units_.embedding.size();
-    } else {
-      std::copy_n(input, size, first);
-    }
-    for (int l = 0; l < spec_.layers; ++l) {
-      T* out = l + 1 < spec_.layers ? st.blocks[l + 1].x.data()
-               : spec_.last()       ? st.head_input.data()
-                                    : output;
-      block_.forward(st.blocks[l], out, params_.use(k, 1)[0]);
-      params_.release(k, 1), ++k;
-      if (recompute_) st.blocks[l].drop_all_but_input();
-    }
-    if (!spec_.last()) return 0;
+    const std::size_t k = layers_forward(st, data, input, output, /*keep=*/true);
+    return spec_.last() ? head_loss(st, k, data, scale) : 0;
+  }
+
+  // Forward only (evaluation: train/evaluate.hpp): as forward, keeping nothing for a backward.
+  double forward_only(const Microbatch& data, const T* input, T* output, T scale) {
+    Stash st;
+    const std::size_t k = layers_forward(st, data, input, output, /*keep=*/false);
+    return spec_.last() ? head_loss(st, k, data, scale) : 0;
+  }
+  // Sampling (train/sample.hpp): as forward_only; the last stage writes, instead of the loss,
+  // the next-token logits (vocab) after token `position` of the microbatch's row 0.
+  void forward_logits(const Microbatch& data, const T* input, T* output, int position, T* logits) {
+    Stash st;
+    const std::size_t k = layers_forward(st, data, input, output, /*keep=*/false);
+    if (!spec_.last()) return;
     const auto w = params_.use(k, units_.head.size());
-    const double loss = head_.forward(st.head, st.head_input.data(), data, w.data(), scale);
+    head_.logits(st.head_input.data(), position, w.data(), logits);
     params_.release(k, units_.head.size());
-    return loss;
   }
 
   // doutput from the next stage (ignored on the last); dinput for the previous stage (ignored
@@ -194,6 +190,46 @@ class DecoderStage {
     typename Head::Activations head;
     Buffer<T> dembedding;  // first stage, from B to W: the embedding output's gradient
   };
+
+  // The embedding (first stage) and the blocks into st; the last block's output to `output`
+  // (or st.head_input on the last stage). keep: what the backward needs stays in st (else each
+  // block's activations go as soon as the next block has its input). Returns the head's
+  // position in the use order.
+  std::size_t layers_forward(Stash& st, const Microbatch& data, const T* input, T* output,
+                             bool keep) {
+    const std::size_t size = activation_size();
+    std::size_t k = 0;  // position in the use order
+    st.blocks.resize(spec_.layers);
+    for (auto& a : st.blocks) a.x.allocate(MemoryKind::activations, size);
+    if (spec_.last()) st.head_input.allocate(MemoryKind::activations, size);
+    T* first = spec_.layers ? st.blocks[0].x.data() : st.head_input.data();
+    if (spec_.first()) {
+      const auto w = params_.use(k, units_.embedding.size());
+      embedding_.forward(first, data, w.data());
+      params_.release(k, units_.embedding.size()), k += units_.embedding.size();
+    } else {
+      std::copy_n(input, size, first);
+    }
+    for (int l = 0; l < spec_.layers; ++l) {
+      T* out = l + 1 < spec_.layers ? st.blocks[l + 1].x.data()
+               : spec_.last()       ? st.head_input.data()
+                                    : output;
+      block_.forward(st.blocks[l], out, params_.use(k, 1)[0]);
+      params_.release(k, 1), ++k;
+      if (!keep)
+        st.blocks[l] = typename Block::Activations{};
+      else if (recompute_)
+        st.blocks[l].drop_all_but_input();
+    }
+    return k;
+  }
+  // The last stage's head: the microbatch's loss times scale.
+  double head_loss(Stash& st, std::size_t k, const Microbatch& data, T scale) {
+    const auto w = params_.use(k, units_.head.size());
+    const double loss = head_.forward(st.head, st.head_input.data(), data, w.data(), scale);
+    params_.release(k, units_.head.size());
+    return loss;
+  }
 
   // The store's layouts, with how often each unit is read per microbatch (train/formulas.hpp):
   // every use in forward; in backward, every use but the embedding's (it reads no parameters).

@@ -44,6 +44,13 @@
 //                   nn::BackwardPart part);
 //         // part: both (fused), input (zero-bubble's B) or weight (W); last: the step's last
 //         // weight-gradient pass of this stage (its units' DP reductions start)
+// and, for evaluation and sampling (train/evaluate.hpp, train/sample.hpp: forward only, no
+// gradients; ZeRO-3 still gathers the parameters):
+//     double forward_only(const Microbatch&, const T* input, T* output, T scale);
+//         // as forward, keeping nothing for a backward
+//     void forward_logits(const Microbatch&, const T* input, T* output, int position, T* logits);
+//         // as forward_only; the last virtual stage writes the next-token logits (vocab) after
+//         // token `position` of row 0, the same on every TP rank
 // A decoder-only transformer need not write a Stage: model/decoder_stage.hpp is one, generic
 // over the model's Embedding, Block and Head (it keeps the per-microbatch stash, the unit
 // order, ZeRO's use/prefetch/release/commit, recomputation and the B/W split).

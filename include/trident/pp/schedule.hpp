@@ -24,6 +24,11 @@
 //    passes fill what 1F1B leaves idle, and the rest at the end. Activations held: at most p
 //    microbatches on every stage (1F1B's peak, reached by stage 0); bubble (p-1)(F + B - W)
 //    instead of 1F1B's (p-1)(F + B + W). Requires m >= p.
+// And one schedule without backward, for evaluation and sampling (train/evaluate.hpp,
+// train/sample.hpp):
+//  - Forward-only: every stage runs the forwards of chunk 0 for microbatches 0..m-1, then of
+//    chunk 1, ...: each stage receives, computes and sends, and nothing waits on a backward, so
+//    the pipeline fills once per chunk (any m, any number of chunks).
 #pragma once
 
 #include <algorithm>
@@ -35,7 +40,7 @@
 
 namespace trident::pp {
 
-enum class ScheduleKind { gpipe, one_f_one_b, interleaved, zb_h1 };
+enum class ScheduleKind { gpipe, one_f_one_b, interleaved, zb_h1, forward_only };
 
 inline const char* to_string(ScheduleKind kind) {
   switch (kind) {
@@ -47,11 +52,13 @@ inline const char* to_string(ScheduleKind kind) {
       return "interleaved";
     case ScheduleKind::zb_h1:
       return "zb-h1";
+    case ScheduleKind::forward_only:
+      return "forward-only";
   }
   return "?";
 }
 
-// "gpipe", "1f1b", "interleaved" or "zb-h1".
+// "gpipe", "1f1b", "interleaved" or "zb-h1": the training schedules (forward-only is not one).
 inline ScheduleKind parse_schedule(const std::string& name) {
   for (ScheduleKind kind : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b,
                             ScheduleKind::interleaved, ScheduleKind::zb_h1})
@@ -152,6 +159,11 @@ inline void validate(const ScheduleSpec& spec) {
           name + "stages must be at least 1 (got " + std::to_string(spec.stages) + ")");
   require(spec.microbatches >= 1,
           name + "microbatches must be at least 1 (got " + std::to_string(spec.microbatches) + ")");
+  if (spec.kind == ScheduleKind::forward_only) {
+    require(spec.chunks >= 1, name + "needs at least 1 model chunk per stage (got chunks = " +
+                                  std::to_string(spec.chunks) + ")");
+    return;
+  }
   if (spec.kind != ScheduleKind::interleaved) {
     require(spec.chunks == 1, name + "takes 1 model chunk per stage (got chunks = " +
                                   std::to_string(spec.chunks) + "; use interleaved for more)");
@@ -209,6 +221,8 @@ inline int warmup(const ScheduleSpec& spec, int stage) {
       return std::min(p - stage - 1, m);
     case ScheduleKind::interleaved:
       return std::min(2 * (p - stage - 1) + (v - 1) * p, v * m);
+    case ScheduleKind::forward_only:
+      return v * m;
   }
   return m;
 }
@@ -234,6 +248,12 @@ inline std::vector<std::vector<Action>> make_schedule(const ScheduleSpec& spec) 
   std::vector<std::vector<Action>> schedule;
   for (int s = 0; s < spec.stages; ++s) {
     detail::StageWriter w{s, spec.stages, spec.chunks, {}};
+    if (spec.kind == ScheduleKind::forward_only) {  // chunk by chunk, no backward
+      for (int c = 0; c < spec.chunks; ++c)
+        for (int mb = 0; mb < spec.microbatches; ++mb) w.forward(mb, c);
+      schedule.push_back(std::move(w.actions));
+      continue;
+    }
     auto forward = [&](int k) {
       const detail::Unit u = detail::unit(spec, k, true);
       w.forward(u.microbatch, u.chunk);

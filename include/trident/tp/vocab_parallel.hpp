@@ -66,6 +66,18 @@ struct VocabParallelHead {
                               all_sum);
     return used;
   }
+  // Sampling: out (vocab) = wte h, the logits of one row h (C): this rank's vocab rows, then
+  // all-gathered over TP (rank r holds rows [r rows, (r+1) rows)) and the padding dropped.
+  void logits(const TensorParallel& tp, T* out, const T* h, const T* wte) const {
+    std::vector<T> local(rows), all(std::size_t(rows) * tp.size());
+    for (int v = 0; v < rows; ++v) {
+      T dot = 0;
+      for (int c = 0; c < C; ++c) dot += wte[std::size_t(v) * C + c] * h[c];
+      local[v] = dot;
+    }
+    tp.comm->all_gather(Span<const T>(local.data(), local.size()), Span<T>(all.data(), all.size()));
+    std::copy_n(all.data(), vocab, out);
+  }
   // scale: d(loss)/d(each token's loss), 1 / tokens of the global batch. dlogits overwrites
   // probs. dh_full: (N, C) scratch; dh: (n, C). dwte accumulates. part: the input half (B)
   // writes dlogits into probs and dh; the weight half (W) reads dlogits and `used` for dwte.

@@ -22,7 +22,7 @@ class Head {
   };
 
   Head(const Config& c, const TensorParallel& tp, int rows)
-      : tp_(tp), N_(rows * c.seq), C_(c.hidden) {
+      : tp_(tp), B_(rows), N_(rows * c.seq), C_(c.hidden) {
     const ShardLayout wte =
         layout_unit(wte_unit(c, tp.size()), tp.size(), tp.rank()).params[0].layout;
     head_ = {static_cast<int>(wte.offset()), static_cast<int>(wte.local_rows()), c.vocab, c.hidden};
@@ -55,6 +55,18 @@ class Head {
     return sum * scale;
   }
 
+  // Sampling: out (vocab) the next-token logits after token `position` of row 0 of x (n, C),
+  // the same on every TP rank.
+  void logits(const T* x, int position, const T* const* w, T* out) const {
+    const int N = N_, n = tp_.local_rows(N), C = C_;
+    Buffer<T> mean(MemoryKind::buffers, n), rstd(MemoryKind::buffers, n),
+        lnf(MemoryKind::buffers, std::size_t(n) * C),
+        full(MemoryKind::buffers, tp_.sequence_parallel ? std::size_t(N) * C : 0);
+    nn::layernorm_forward(lnf.data(), mean.data(), rstd.data(), x, w[0], w[0] + C, n, C);
+    const T* rows = tp_.enter(lnf.data(), full.data(), std::size_t(n) * C);  // (N, C)
+    head_.logits(tp_, out, rows + std::size_t(position) * B_ * C, w[1]);     // [s, b]: row t B
+  }
+
   // dx: (n, C) the gradient of x (written by the input half); w: the parameters (input half
   // only); g: the gradients (weight half only, accumulate). part as nn::BackwardPart.
   void backward(Activations& a, T* dx, const T* x, const Microbatch& data, const T* const* w,
@@ -78,7 +90,7 @@ class Head {
 
  private:
   const TensorParallel& tp_;
-  int N_, C_;
+  int B_, N_, C_;
   VocabParallelHead<T> head_;
 };
 
