@@ -29,3 +29,12 @@ add_test(NAME cluster.2nodes
                  --link 1gbit --timeout 240 -- $<TARGET_FILE:test_cluster> --no-skip)
 set_tests_properties(cluster.2nodes PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77 PROCESSORS 4
                      FAIL_REGULAR_EXPRESSION "FAILED on some rank" ENVIRONMENT "OMP_NUM_THREADS=1")
+# The layering of include/trident (docs/ARCHITECTURE.md §4): no header includes a folder above
+# its own. layering.catches runs the same check on a fixture tree with one upward include and
+# passes only when the check names it.
+add_test(NAME layering COMMAND ${CMAKE_COMMAND} -DROOT=${PROJECT_SOURCE_DIR} -P
+                               ${PROJECT_SOURCE_DIR}/cmake/check_layers.cmake)
+add_test(NAME layering.catches COMMAND ${CMAKE_COMMAND} -DROOT=${PROJECT_SOURCE_DIR}/tests/layering
+                                       -P ${PROJECT_SOURCE_DIR}/cmake/check_layers.cmake)
+set_tests_properties(layering.catches PROPERTIES PASS_REGULAR_EXPRESSION
+                     "reaches_up.hpp:3: #include \"../high/allowed.hpp\".*'low' \\(layer 0\\) includes 'high' above it")
