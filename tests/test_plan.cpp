@@ -113,7 +113,7 @@ TEST_CASE("pipeline bubble: (p-1)/m, interleaved (p-1)/(v m)") {
 // plan/balance.hpp: the split that minimises the costliest virtual stage, by hand.
 TEST_CASE("balanced layer split: the LM head counted, the costliest stage as cheap as can be") {
   const ModelSpec bench{"bench", 4, 256, 8, 4096, 128};  // the head weighs 1.23 layers
-  const StageCosts c = stage_costs(bench);
+  const pp::StageCosts c = stage_costs(bench);
   CHECK(c.head / c.layer ==
         doctest::Approx(2.0 * 256 * 4096 / (24.0 * 256 * 256 + 4.0 * 128 * 256)));
   CHECK(balanced_layer_split(bench, 2) == std::vector<int>{3, 1});  // 3 vs 2.23, not 2 vs 3.23

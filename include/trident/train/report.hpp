@@ -2,7 +2,7 @@
 // axis next to their formulas (formulas.hpp), and the measured pipeline bubble next to
 // (p-1)/(m+p-1) (Huang et al. 2019; interleaved: (p-1)/(v m + p-1), Narayanan et al. 2021;
 // ZB-H1 with F = B = W: (p-1)/(3m+p-1), Qi et al. 2023), and each pipeline stage's busy time
-// next to the cost model's (plan/balance.hpp), which chose the layer split unless given.
+// next to the model's stage costs (pp/balance.hpp), which chose the layer split unless given.
 #pragma once
 
 #include <algorithm>
@@ -93,17 +93,17 @@ RunReport make_report(Trainer<M, T, S>& t, const std::vector<StepResult>& measur
 }
 
 // Each stage's measured busy time (forward, backward; the mean over its TP and DP ranks) next
-// to the prediction: the cost model's share of the stage (plan/balance.hpp's GEMM FLOPs) of the
-// measured busy time of all stages together.
+// to the prediction: the cost model's share of the stage (the model's stage_costs, pp/balance.hpp)
+// of the measured busy time of all stages together.
 template <class M>
 void print_stage_balance(const RunReport& r, const M& model, const TrainOptions& o) {
   const int p = o.mesh.pp, stages = o.virtual_stage_count();
   const std::vector<int> split = layer_split(model, o);
-  const plan::StageCosts costs = model.stage_costs();
+  const pp::StageCosts costs = model.stage_costs();
   std::vector<double> predicted(p, 0), measured(p, 0);
   std::vector<std::string> layers(p);
   for (int g = 0; g < stages; ++g) {
-    predicted[g % p] += plan::virtual_stage_cost(costs, g, stages, split[g]);
+    predicted[g % p] += pp::virtual_stage_cost(costs, g, stages, split[g]);
     layers[g % p] += (layers[g % p].empty() ? "" : "+") + std::to_string(split[g]);
   }
   for (const RankFigures& f : r.ranks) measured[int(f.pp)] += f.compute / (o.mesh.tp * o.mesh.dp);

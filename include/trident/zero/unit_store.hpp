@@ -1,7 +1,7 @@
 // trident/zero/unit_store.hpp: the flat parameter and gradient buffers of one model chunk, and
 // what each ZeRO stage does with them (policy.hpp).
 //
-// A unit's local parameters (model/params.hpp) are one flat buffer, padded to a multiple of the
+// A unit's local parameters (params.hpp) are one flat buffer, padded to a multiple of the
 // DP size and split into DP equal shards: rank d owns [d * shard, (d+1) * shard). Units are the
 // buckets: a unit's gradient reduction is launched (nonblocking) as soon as its backward is
 // done, and overlaps the backward of the units before it.
@@ -21,7 +21,7 @@
 
 #include "../core/comm.hpp"
 #include "../core/memory.hpp"
-#include "../model/params.hpp"
+#include "params.hpp"
 #include "policy.hpp"
 
 namespace trident {

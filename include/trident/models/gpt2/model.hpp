@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "../../model/decoder_stage.hpp"
+#include "../../nn/flops.hpp"
 #include "block.hpp"
 #include "embedding.hpp"
 #include "head.hpp"
@@ -35,7 +36,10 @@ class Model {
   }
   // The LM head's weight is the word embedding (Press & Wolf 2017).
   std::vector<Tie> ties(int virtual_stages) const { return {tie("wte", 0, virtual_stages - 1)}; }
-  plan::StageCosts stage_costs() const { return plan::stage_costs(model_spec(c_)); }
+  pp::StageCosts stage_costs() const {
+    return {nn::gpt_layer_forward_flops(c_.seq, c_.hidden, 1), 0.0,
+            nn::lm_head_forward_flops(c_.seq, c_.hidden, c_.vocab, 1)};
+  }
 
   void validate(const ModelRun& run) const {
     auto s = [](long long v) { return std::to_string(v); };
