@@ -56,9 +56,9 @@ Run train(const Comm& comm, const gpt2::Options& o, const std::string& resume,
   for (int c = 0; c < t.chunks(); ++c) {
     UnitStore<T, S>& st = t.chunk(c).store();
     for (int u = 0; u < st.size(); ++u) {
-      const T* p = st.params(u);
+      const T* p = st.gather_parameters(u);
       r.params.emplace_back(p, p + st.padded(u));
-      st.release(u);
+      st.release_parameters(u);
     }
   }
   return r;
@@ -246,7 +246,7 @@ TEST_CASE("a bf16 checkpoint loads into an fp32 run: the parameters are its mast
     UnitStore<float>& ps = plain.chunk(0).store();
     for (int u = 0; u < ps.size(); ++u) {
       INFO("unit " << ps.layout(u).name);
-      const float* p = ps.params(u);
+      const float* p = ps.gather_parameters(u);
       CHECK(std::vector<float>(p, p + ps.layout(u).numel) ==
             std::vector<float>(masters[u].begin(), masters[u].begin() + ps.layout(u).numel));
     }

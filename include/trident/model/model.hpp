@@ -46,7 +46,8 @@
 //         // weight-gradient pass of this stage (its units' DP reductions start)
 // A decoder-only transformer need not write a Stage: model/decoder_stage.hpp is one, generic
 // over the model's Embedding, Block and Head (it keeps the per-microbatch stash, the unit
-// order, ZeRO's use/prefetch/release/commit, recomputation and the B/W split).
+// order, ZeRO's gather/prefetch/release and the launch of the DP gradient reduction, recomputation
+// and the B/W split).
 #pragma once
 
 #include <cstdint>

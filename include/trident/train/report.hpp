@@ -33,7 +33,7 @@ struct RunReport {
   double bubble = 0, bubble_formula = 0;
 };
 
-// Measures spans and CommStats over `steps` steps (the caller resets the counters before them).
+// Measures intervals and CommStats over `steps` steps (the caller resets the counters before them).
 // Collective; the report is complete on world rank 0.
 template <class M, class T, class S>
 RunReport make_report(Trainer<M, T, S>& t, const std::vector<StepResult>& measured) {
@@ -57,15 +57,15 @@ RunReport make_report(Trainer<M, T, S>& t, const std::vector<StepResult>& measur
   f.traffic = {bytes("tp"), double(comm_stats().of("pp")[CommOp::send].bytes) / n, bytes("dp"),
                bytes("emb")};
   for (const StepResult& r : measured)
-    for (const pp::Span& s : r.spans) {
+    for (const pp::Interval& s : r.intervals) {
       if (pp::is_compute(s.kind)) f.compute += (s.end - s.begin) / n;
       f.end = std::max(f.end, s.end);
     }
-  // the spans of each step start at the step's barrier; average their length over the steps
+  // the intervals of each step start at the step's barrier; average their length over the steps
   double ends = 0;
   for (const StepResult& r : measured) {
     double e = 0;
-    for (const pp::Span& s : r.spans) e = std::max(e, s.end);
+    for (const pp::Interval& s : r.intervals) e = std::max(e, s.end);
     ends += e / n;
   }
   f.end = ends;

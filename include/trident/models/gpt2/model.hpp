@@ -45,11 +45,11 @@ class Model {
     auto s = [](long long v) { return std::to_string(v); };
     c_.validate();
     validate_tensor_parallel(c_, run.tp, run.sequence_parallel);
-    // the widest activation of a microbatch: logits (V), the MLP (4C) or attention scores (H T)
-    const long long rows = run.rows, T = c_.seq,
-                    wide = std::max({1LL * c_.vocab, 4LL * c_.hidden, 1LL * c_.heads * T});
-    require(rows * T * wide <= Config::kMaxElements,
-            "a microbatch's activations (" + s(rows) + " sequences x " + s(T) + " tokens x " +
+    // the widest activation of a microbatch: logits (V), the MLP (4C) or attention scores (H seq)
+    const long long rows = run.rows, seq = c_.seq,
+                    wide = std::max({1LL * c_.vocab, 4LL * c_.hidden, 1LL * c_.heads * seq});
+    require(rows * seq * wide <= Config::kMaxElements,
+            "a microbatch's activations (" + s(rows) + " sequences x " + s(seq) + " tokens x " +
                 s(wide) + ") have more than 2^31 - 1 elements");
   }
   ModelDescription describe() const {
