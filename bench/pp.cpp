@@ -57,7 +57,7 @@ Bubble measure_bubble(const Comm& world, const gpt2::Options& o, int steps, int 
   alone.pp_layers.clear();
   SingleProcess single(world, alone);
   gpt2::Trainer<float> t(world, o, TokenSource::synthetic(o.model.vocab));
-  t.step();
+  (void)t.step();
   single.step(world);
   std::vector<double> spans, work;
   for (int s = 0; s < steps; ++s) {
@@ -97,7 +97,7 @@ void zero_bubble_row(const Comm& world, int vocab, int m, int steps) {
         std::make_unique<gpt2::Trainer<float>>(world, o, TokenSource::synthetic(o.model.vocab)));
   }
   std::vector<double> bubble[2], peak(2, 0);
-  for (auto& x : t) x->step();  // warm-up
+  for (auto& x : t) (void)x->step();  // warm-up
   for (int s = 0; s < steps; ++s)
     for (int k = 0; k < 2; ++k) {
       const int which = (k + s) % 2;

@@ -2,7 +2,7 @@
 // run's checks (the model checks itself: model/model.hpp).
 //
 // Every check is a pure function of the options and the world size, so each rank throws the
-// same Error (ARCHITECTURE: bad input never hangs).
+// same Error (ARCHITECTURE §6: bad input never hangs).
 #pragma once
 
 #include <algorithm>

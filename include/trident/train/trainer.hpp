@@ -35,7 +35,9 @@
 
 namespace trident {
 
-struct StepResult {
+// [[nodiscard]]: a step's loss, norm and skip flag are what a caller checks; drop them with
+// (void) where a step is only run (a warm-up).
+struct [[nodiscard]] StepResult {
   double loss = 0, grad_norm = 0, lr = 0, seconds = 0;
   bool skipped = false;  // a non-finite loss or gradient norm; no update (skip_nonfinite)
   std::vector<pp::Interval> intervals;  // this rank's pipeline timeline
