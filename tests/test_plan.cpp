@@ -96,9 +96,9 @@ TEST_CASE("activations: Korthikanti et al. 2022, Table 2, for s=4 b=2 h=8 a=2 by
   c.microbatches = 1;
   CHECK(activation_layers_in_flight(tiny, c) == 2);  // only one microbatch to hold
   c.microbatches = 4;
-  c.schedule = Schedule::gpipe;
+  c.schedule = pp::ScheduleKind::gpipe;
   CHECK(activation_layers_in_flight(tiny, c) == 8);  // GPipe: all m
-  c.schedule = Schedule::one_f_one_b;
+  c.schedule = pp::ScheduleKind::one_f_one_b;
   c.virtual_stages = 2;
   CHECK(activation_layers_in_flight(tiny, c) == 5);  // L (1 + (p-1)/(p v)) = 4 * 1.25
 }
