@@ -35,7 +35,7 @@ void memory_row(const Comm& world, int stage) {
   comm_stats().reset();
   memory_stats().reset_peaks();
   const int steps = 2;
-  for (int s = 0; s < steps; ++s) t.step();
+  for (int s = 0; s < steps; ++s) (void)t.step();
   const MemoryStats& m = memory_stats();
   const ModelStates f = model_state_formula(t);
   const OpCount dp = comm_stats().of("dp").total();

@@ -2,8 +2,9 @@
 // model — each parameter's name, global shape, placement over tensor parallelism, initialiser
 // and weight decay, grouped into units and laid out on one tensor-parallel rank.
 //
-// A unit is the granule of ZeRO (zero/): a group of parameters stored in one flat buffer,
-// partitioned over DP, gathered and reduced together. A model declares its units per virtual
+// A unit is the granule of ZeRO (unit_store.hpp): a group of parameters stored in one flat
+// buffer, partitioned over DP, gathered and reduced together; hence this header sits in zero/,
+// below the models that declare units (ARCHITECTURE §3, §4). A model declares its units per virtual
 // stage (model/model.hpp); the names are the model's own (they key checkpoints and weight files).
 #pragma once
 

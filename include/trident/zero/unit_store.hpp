@@ -138,7 +138,8 @@ class UnitStore {
   }
 
   // Unit u's backward for this microbatch is done; last: it was the step's last microbatch.
-  // Launches the DP reduction the stage calls for.
+  // Launches the DP gradient reduction the stage calls for (the bucket's all-reduce at stage 0,
+  // a reduce-scatter at stages 1-3), nonblocking: it overlaps the rest of the backward.
   void launch_gradient_reduction(int i, bool last) {
     Unit& u = units_[i];
     if (u.scratch.allocated() && policy_.full_gradients()) {  // mixed precision: accumulate in S
