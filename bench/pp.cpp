@@ -5,7 +5,7 @@
 //
 // Bubble (Huang et al. 2019; the same for 1F1B, Narayanan et al. 2021 §2.2), the median over
 // --steps steps, m = 1 ... 16 microbatches of a global batch of 16 sequences:
-//  - spans: as train/report.hpp, from the step's spans (StepResult::spans),
+//  - spans: as train/report.hpp, from the step's spans (StepResult::intervals),
 //      1 - sum over ranks of forward + backward wall time / (p x makespan);
 //  - work: 1 - W / (c x makespan), W the forward + backward time of the same step (m
 //    microbatches) in one process alone, c = min(p, cores). Its formula is
@@ -39,9 +39,9 @@ using namespace bench;
 
 namespace {
 
-double compute_seconds(const std::vector<pp::Span>& spans) {
+double compute_seconds(const std::vector<pp::Interval>& intervals) {
   double c = 0;
-  for (const pp::Span& s : spans)
+  for (const pp::Interval& s : intervals)
     if (pp::is_compute(s.kind)) c += s.end - s.begin;
   return c;
 }
@@ -57,17 +57,17 @@ Bubble measure_bubble(const Comm& world, const gpt2::Options& o, int steps, int 
   alone.pp_layers.clear();
   SingleProcess single(world, alone);
   gpt2::Trainer<float> t(world, o, TokenSource::synthetic(o.model.vocab));
-  t.step();
+  (void)t.step();
   single.step(world);
   std::vector<double> spans, work;
   for (int s = 0; s < steps; ++s) {
     const StepResult r = t.step();
     double end = 0;
-    for (const pp::Span& sp : r.spans) end = std::max(end, sp.end);
-    const double compute = world.all_reduce_value(compute_seconds(r.spans));
+    for (const pp::Interval& sp : r.intervals) end = std::max(end, sp.end);
+    const double compute = world.all_reduce_value(compute_seconds(r.intervals));
     const double makespan = slowest(world, end);
     const double w = single.run(
-        world, [](gpt2::Trainer<float>& st) { return compute_seconds(st.step().spans); });
+        world, [](gpt2::Trainer<float>& st) { return compute_seconds(st.step().intervals); });
     spans.push_back(1 - compute / (world.size() * makespan));
     work.push_back(1 - w / (std::min(world.size(), cores) * makespan));
   }
@@ -78,8 +78,8 @@ Bubble measure_bubble(const Comm& world, const gpt2::Options& o, int steps, int 
 double step_bubble(const Comm& world, gpt2::Trainer<float>& t) {
   const StepResult r = t.step();
   double end = 0;
-  for (const pp::Span& sp : r.spans) end = std::max(end, sp.end);
-  const double compute = world.all_reduce_value(compute_seconds(r.spans));
+  for (const pp::Interval& sp : r.intervals) end = std::max(end, sp.end);
+  const double compute = world.all_reduce_value(compute_seconds(r.intervals));
   return 1 - compute / (world.size() * slowest(world, end));
 }
 
@@ -97,7 +97,7 @@ void zero_bubble_row(const Comm& world, int vocab, int m, int steps) {
         std::make_unique<gpt2::Trainer<float>>(world, o, TokenSource::synthetic(o.model.vocab)));
   }
   std::vector<double> bubble[2], peak(2, 0);
-  for (auto& x : t) x->step();  // warm-up
+  for (auto& x : t) (void)x->step();  // warm-up
   for (int s = 0; s < steps; ++s)
     for (int k = 0; k < 2; ++k) {
       const int which = (k + s) % 2;

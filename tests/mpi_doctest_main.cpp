@@ -10,7 +10,7 @@
 #include <vector>
 
 #include <trident/core/environment.hpp>
-#include <trident/core/threads.hpp>
+#include <trident/backend/cpu/threads.hpp>
 
 #include "mpi_test.hpp"
 

@@ -74,7 +74,7 @@ void check_parity(const Comm& comm, const gpt2::Options& o, int steps, Tolerance
   for (int c = 0; c < trainer.chunks(); ++c) {
     UnitStore<T, S>& st = trainer.chunk(c).store();
     for (int u = 0; u < st.size(); ++u) {
-      const T* p = st.params(u);
+      const T* p = st.gather_parameters(u);
       // each element once in the whole-model norms: one TP rank for replicated tensors, one
       // DP replica, the first stage's copy of the tied embedding
       auto counted = [&](const LocalParam& lp) {
@@ -96,7 +96,7 @@ void check_parity(const Comm& comm, const gpt2::Options& o, int steps, Tolerance
           }
         if (worst / scale > diff.worst) diff = {worst / scale, lp.spec.name};
       }
-      st.release(u);
+      st.release_parameters(u);
     }
   }
   if (tol.whole_model) {

@@ -60,7 +60,7 @@ TEST_CASE("DP traffic per step: 2 Psi for ZeRO 0-2 and 3 Psi for ZeRO-3, counted
     o.batch = 4;
     auto t = trainer<double>(comm, o);
     comm_stats().reset();
-    t->step();
+    (void)t->step();
     const double psi = double(local_parameters(*t)) * sizeof(double);
     const double volume = double(comm_stats().of("dp").paper_volume());
     INFO("ZeRO-" << stage << " stage " << t->mesh().stage());
@@ -89,7 +89,7 @@ TEST_CASE(
     o.batch = 4;
     auto t = trainer<double>(comm, o);
     comm_stats().reset();
-    t->step();
+    (void)t->step();
     const CommCounts tp = comm_stats().of("tp");
     const double bsh =
         double(o.model.seq) * o.rows_per_microbatch() * o.model.hidden * sizeof(double);
@@ -139,7 +139,7 @@ TEST_CASE("the cost of ZeRO-2/3's choices with m microbatches: DP bytes and grad
     auto t = trainer<double>(comm, o);
     comm_stats().reset();
     memory_stats().reset_peaks();
-    t->step();
+    (void)t->step();
     const double psi = double(local_parameters(*t)) * sizeof(double);
     INFO("ZeRO-" << c.zero.stage
                  << std::string(c.zero.reduce == GradReduce::per_step ? " per step"
@@ -188,7 +188,7 @@ TEST_CASE("PP traffic: b*s*h per microbatch and stage boundary sent; none when P
     o.batch = 4;
     auto t = trainer<double>(*one, o);
     comm_stats().reset();
-    t->step();
+    (void)t->step();
     const double sent = double(comm_stats().of("pp")[CommOp::send].bytes);
     const double bsh =
         double(o.model.seq) * o.rows_per_microbatch() * o.model.hidden * sizeof(double);

@@ -96,9 +96,9 @@ TEST_CASE("activations: Korthikanti et al. 2022, Table 2, for s=4 b=2 h=8 a=2 by
   c.microbatches = 1;
   CHECK(activation_layers_in_flight(tiny, c) == 2);  // only one microbatch to hold
   c.microbatches = 4;
-  c.schedule = Schedule::gpipe;
+  c.schedule = pp::ScheduleKind::gpipe;
   CHECK(activation_layers_in_flight(tiny, c) == 8);  // GPipe: all m
-  c.schedule = Schedule::one_f_one_b;
+  c.schedule = pp::ScheduleKind::one_f_one_b;
   c.virtual_stages = 2;
   CHECK(activation_layers_in_flight(tiny, c) == 5);  // L (1 + (p-1)/(p v)) = 4 * 1.25
 }
@@ -113,7 +113,7 @@ TEST_CASE("pipeline bubble: (p-1)/m, interleaved (p-1)/(v m)") {
 // plan/balance.hpp: the split that minimises the costliest virtual stage, by hand.
 TEST_CASE("balanced layer split: the LM head counted, the costliest stage as cheap as can be") {
   const ModelSpec bench{"bench", 4, 256, 8, 4096, 128};  // the head weighs 1.23 layers
-  const StageCosts c = stage_costs(bench);
+  const pp::StageCosts c = stage_costs(bench);
   CHECK(c.head / c.layer ==
         doctest::Approx(2.0 * 256 * 4096 / (24.0 * 256 * 256 + 4.0 * 128 * 256)));
   CHECK(balanced_layer_split(bench, 2) == std::vector<int>{3, 1});  // 3 vs 2.23, not 2 vs 3.23

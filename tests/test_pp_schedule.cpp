@@ -179,7 +179,7 @@ TEST_CASE("no deadlock for p in 1..8, m in 1..16, interleaved v in {2, 3}, also 
       CHECK_FALSE(sim.deadlock);
       CHECK(sim.deadlock_reason.empty());
       int computes = 0;
-      for (const Span& s : sim.timeline.spans) computes += is_compute(s.kind);
+      for (const Interval& s : sim.timeline.intervals) computes += is_compute(s.kind);
       const int passes = spec.kind == ScheduleKind::zb_h1 ? 3 : 2;  // F, B, W
       CHECK(computes == passes * spec.stages * spec.microbatches * spec.chunks);
     }
@@ -310,7 +310,7 @@ TEST_CASE("a cycle of receives is reported as a deadlock naming who waits for wh
         "deadlock: stage 0 action 0 (recv_backward of microbatch 0 chunk 0 from stage 1) waits "
         "forever; stage 1 action 0 (recv_forward of microbatch 0 chunk 0 from stage 0) waits "
         "forever");
-  CHECK(sim.timeline.spans.empty());
+  CHECK(sim.timeline.intervals.empty());
 }
 
 TEST_CASE("a receive without a send, a send never received, and order errors are Errors") {
@@ -338,9 +338,9 @@ TEST_CASE("a receive without a send, a send never received, and order errors are
 TEST_CASE("Timeline: makespan and bubble fraction of a measured timeline") {
   Timeline t;
   t.ranks = 2;
-  t.spans = {{0, SpanKind::forward, 0, 0, 10.0, 11.0},
-             {0, SpanKind::recv, 0, 0, 11.0, 12.0},
-             {1, SpanKind::backward, 0, 0, 12.0, 14.0}};
+  t.intervals = {{0, IntervalKind::forward, 0, 0, 10.0, 11.0},
+                 {0, IntervalKind::recv, 0, 0, 11.0, 12.0},
+                 {1, IntervalKind::backward, 0, 0, 12.0, 14.0}};
   CHECK(t.makespan() == doctest::Approx(4.0));
   // idle: rank 0 4 - 1 = 3, rank 1 4 - 2 = 2; (3 + 2) / (2 * 4)
   CHECK(t.bubble_fraction() == doctest::Approx(5.0 / 8));
@@ -370,7 +370,8 @@ TEST_CASE("timeline_svg: one numbered box per compute, chunk hatching, escaped t
 TEST_CASE("chrome_trace: complete events in microseconds, one named track per rank") {
   Timeline t;
   t.ranks = 2;
-  t.spans = {{0, SpanKind::forward, 3, 0, 1.0, 2.5}, {1, SpanKind::backward, 3, 1, 2.5, 3.0}};
+  t.intervals = {{0, IntervalKind::forward, 3, 0, 1.0, 2.5},
+                 {1, IntervalKind::backward, 3, 1, 2.5, 3.0}};
   const nlohmann::json trace = chrome_trace(t, {"pp0", "pp1"});
   const auto& events = trace.at("traceEvents");
   std::vector<nlohmann::json> complete, names;
@@ -404,9 +405,9 @@ TEST_CASE("ZB-H1's W passes: their own boxes and shade in the SVG, W<n> in the C
   CHECK(count(svg, "<g class=\"weight\">") == 4 * 8);
   CHECK(count(svg, "W: weight gradient") == 1);
   // microbatch 3's three boxes in three different colours
-  const std::string f = detail::box_colour(3, SpanKind::forward),
-                    b = detail::box_colour(3, SpanKind::backward),
-                    w = detail::box_colour(3, SpanKind::weight);
+  const std::string f = detail::box_colour(3, IntervalKind::forward),
+                    b = detail::box_colour(3, IntervalKind::backward),
+                    w = detail::box_colour(3, IntervalKind::weight);
   CHECK(f != w);
   CHECK(b != w);
   CHECK(svg.find("fill=\"" + w + "\"") != std::string::npos);

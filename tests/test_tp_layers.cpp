@@ -101,16 +101,16 @@ TEST_CASE("vocab-parallel embedding, LM head and cross-entropy equal the unshard
       if (!comm) continue;
       INFO("TP=" << t << std::string(sp ? " SP" : ""));
       const TensorParallel tp{&*comm, sp};
-      const int V = 67, C = 6, S = 4, B = 2, N = S * B, n = tp.local_rows(N),
+      const int V = 67, C = 6, seq = 4, B = 2, N = seq * B, n = tp.local_rows(N),
                 row0 = sp ? comm->rank() * n : 0;
       const std::int64_t Vp = (V + t - 1) / t * t;
       const ShardLayout vl({V, C}, Placement::Shard(0), t, comm->rank(), Vp);
-      const auto wte = random_vector(V * C, 7), wpe = random_vector(S * C, 8),
+      const auto wte = random_vector(V * C, 7), wpe = random_vector(seq * C, 8),
                  dh = random_vector(N * C, 9);
       std::vector<std::int32_t> tokens(N), targets(N);
       for (int k = 0; k < N; ++k) tokens[k] = (k * 29 + 3) % V, targets[k] = (k * 17 + 66) % V;
       // unsharded
-      std::vector<double> h(N * C, 0), dwte(V * C, 0), dwpe(S * C, 0), losses(N), probs(N * V),
+      std::vector<double> h(N * C, 0), dwte(V * C, 0), dwpe(seq * C, 0), losses(N), probs(N * V),
           logits(N * V);
       nn::token_embedding_forward(h.data(), tokens.data(), wte.data(), N, C, 0, V);
       nn::position_embedding_forward(h.data(), wpe.data(), N, B, 0, C);
@@ -143,13 +143,13 @@ TEST_CASE("vocab-parallel embedding, LM head and cross-entropy equal the unshard
       CHECK(max_diff(sp ? dhl.data() : dfull.data(), dhh.data() + row0 * C, n * C) <= 1e-12);
       nn::position_embedding_backward(dwpe.data(), dh.data(), N, B, 0, C);
       nn::token_embedding_backward(dwte.data(), dh.data(), tokens.data(), N, C, 0, V);
-      std::vector<double> dwpel(S * C, 0);
+      std::vector<double> dwpel(seq * C, 0);
       emb.backward(tp, dwtel.data(), dwpel.data(), dh.data() + row0 * C, dfull.data(),
                    tokens.data(), N, B);
       CHECK(max_diff(dwtel.data(), block(dwte, V, C, Placement::Shard(0), *comm, Vp).data(),
                      dwtel.size()) <= 1e-12);
       if (sp) comm->all_reduce(Span<double>(dwpel));  // positions split over the sequence shards
-      CHECK(max_diff(dwpel.data(), dwpe.data(), S * C) <= 1e-12);
+      CHECK(max_diff(dwpel.data(), dwpe.data(), seq * C) <= 1e-12);
     }
 }
 
@@ -164,7 +164,7 @@ TEST_CASE(
     gpt2::Trainer<double> t(comm, o, TokenSource::synthetic(o.model.vocab));
     memory_stats().reset_peaks();
     const std::size_t before = memory_stats().current(MemoryKind::activations);
-    t.step();
+    (void)t.step();
     return double(memory_stats().peak(MemoryKind::activations) - before);
   };
   const gpt2::Options o = test::small_options({2, 1, 1});
@@ -176,9 +176,9 @@ TEST_CASE(
   // full recomputation keeps each block's input alone (GPipe's re-materialisation): the peak
   // is then all the inputs and one block's activations, replayed for its backward, instead of
   // all blocks' activations
-  const double S = o.model.seq, B = o.batch, Cl = C / t, Hl = o.model.heads / t;
+  const double seq = o.model.seq, B = o.batch, Cl = C / t, Hl = o.model.heads / t;
   const double rest =
-      (4 * N + 2 * N * C + 3 * N * Cl + B * Hl * S * S + N * Cl + N * C + 8 * N * Cl) *
+      (4 * N + 2 * N * C + 3 * N * Cl + B * Hl * seq * seq + N * Cl + N * C + 8 * N * Cl) *
       sizeof(double);  // a block's activations but its input
   CHECK(peak(false, false) - peak(false, true) == (L - 1) * rest);
 }
@@ -188,10 +188,10 @@ TEST_CASE("TP-replicated parameters stay bit-identical on every TP rank, with SP
   gpt2::Options o = test::small_options({4, 1, 1});
   o.sequence_parallel = true;
   gpt2::Trainer<double> t(comm, o, TokenSource::synthetic(o.model.vocab));
-  for (int s = 0; s < 3; ++s) t.step();
+  for (int s = 0; s < 3; ++s) (void)t.step();
   UnitStore<double>& st = t.chunk(0).store();
   for (int u = 0; u < st.size(); ++u) {
-    const double* p = st.params(u);
+    const double* p = st.gather_parameters(u);
     for (const LocalParam& lp : st.layout(u).params) {
       if (!lp.tp_replicated()) continue;
       std::vector<double> mine(p + lp.offset, p + lp.offset + lp.numel), hi = mine, lo = mine;

@@ -7,7 +7,7 @@
 #include "core/comm.hpp"
 #include "core/environment.hpp"
 #include "core/memory.hpp"
-#include "core/threads.hpp"
+#include "backend/cpu/threads.hpp"
 #include "mesh/mesh.hpp"
 #include "mesh/topology.hpp"
 #include "tensor/redistribute.hpp"

@@ -326,4 +326,13 @@ class Comm {
   mutable GroupRecord* group_ = nullptr;  // registered on the first call
 };
 
+// Ranks of `comm` that share this node's memory (MPI_COMM_TYPE_SHARED).
+inline Comm node_comm(const Comm& comm) {
+  MPI_Comm node = MPI_COMM_NULL;
+  check_mpi(
+      MPI_Comm_split_type(comm.get(), MPI_COMM_TYPE_SHARED, comm.rank(), MPI_INFO_NULL, &node),
+      "MPI_Comm_split_type");
+  return Comm::own(node, "node");
+}
+
 }  // namespace trident

@@ -153,7 +153,9 @@ inline void complete(MPI_Request& request, MPI_Status* status, const Waiting& wh
 
 // A started operation. Move-only; the destructor waits, so buffers outlive the transfer.
 // keep_alive() ties the lifetime of a buffer to the request (released after completion).
-class Request {
+// [[nodiscard]]: a request dropped where it is returned is waited for at once, which silently
+// turns a nonblocking call (Comm::iall_reduce, isend, ...) into a blocking one.
+class [[nodiscard]] Request {
  public:
   Request() = default;
   Request(MPI_Request request, std::string comm, CommOp op, Waiting what = {})

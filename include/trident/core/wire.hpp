@@ -13,7 +13,7 @@
 #include <fstream>
 #include <string>
 
-#include "threads.hpp"
+#include "comm.hpp"
 
 namespace trident {
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "../core/error.hpp"
-#include "../model/init.hpp"
+#include "../core/random.hpp"
 #include "token_file.hpp"
 
 namespace trident {

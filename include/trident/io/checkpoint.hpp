@@ -6,7 +6,7 @@
 // "exp_avg/NAME" and "exp_avg_sq/NAME" (the compute type T); and the step, which is also the
 // position of the learning-rate schedule and of the data sampler (sampling is a pure function
 // of (data seed, step, row): data/tokens.hpp). There is no other random state: initialisation is
-// counter-based too (model/init.hpp) and the model has no dropout.
+// counter-based too (core/random.hpp) and the model has no dropout.
 //
 // Saving: every rank writes the elements it owns — its ZeRO shard of each unit (all of it at
 // stage 0, on DP rank 0 only), TP rank 0 alone for TP-replicated tensors, the first copy of a

@@ -40,29 +40,29 @@ inline nlohmann::json chrome_trace(const Timeline& timeline,
                       {"tid", r},
                       {"args", {{"sort_index", r}}}});
   }
-  for (const Span& s : timeline.spans) {
+  for (const Interval& s : timeline.intervals) {
     std::string name;
     switch (s.kind) {
-      case SpanKind::forward:
+      case IntervalKind::forward:
         name = "F";
         break;
-      case SpanKind::backward:
+      case IntervalKind::backward:
         name = "B";
         break;
-      case SpanKind::weight:
+      case IntervalKind::weight:
         name = "W";
         break;
-      case SpanKind::send:
+      case IntervalKind::send:
         name = "send ";
         break;
-      case SpanKind::recv:
+      case IntervalKind::recv:
         name = "recv ";
         break;
-      case SpanKind::idle:
+      case IntervalKind::idle:
         name = "idle";
         break;
     }
-    if (s.kind != SpanKind::idle && s.microbatch >= 0) name += std::to_string(s.microbatch);
+    if (s.kind != IntervalKind::idle && s.microbatch >= 0) name += std::to_string(s.microbatch);
     if (s.chunk > 0) name += "c" + std::to_string(s.chunk);
     events.push_back({{"name", name},
                       {"cat", to_string(s.kind)},

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "../core/threads.hpp"
+#include "../core/comm.hpp"
 #include "mesh.hpp"
 
 namespace trident {

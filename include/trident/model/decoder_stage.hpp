@@ -23,10 +23,10 @@
 //
 // The first virtual stage runs the embedding, the last the head and the loss. A head unit named
 // like an embedding unit of the same stage is that unit (a tie inside one stage: GPT-2's LM
-// head and wte at PP = 1): stored once, its gradient committed after the embedding's backward.
-// What a microbatch's backward needs is kept per microbatch until that backward runs; with full
-// recomputation (GPipe's re-materialisation) only each block's input is kept and the block's
-// forward is replayed before its backward.
+// head and wte at PP = 1): stored once, its gradient reduction launched after the embedding's
+// backward. What a microbatch's backward needs is kept per microbatch until that backward runs;
+// with full recomputation (GPipe's re-materialisation) only each block's input is kept and the
+// block's forward is replayed before its backward.
 #pragma once
 
 #include <map>
@@ -143,7 +143,7 @@ class DecoderStage {
       head_.backward(st.head, dx, st.head_input.data(), data, in ? w.data() : nullptr,
                      wt ? g.data() : nullptr, scale, part);
       if (in) params_.release(k, h);
-      if (wt) params_.commit(k, h, last);
+      if (wt) params_.launch_gradient_reduction(k, h, last);
     } else if (in) {
       std::copy_n(doutput, size, d.data());
     }
@@ -165,7 +165,7 @@ class DecoderStage {
       } else {
         st.blocks[l] = typename Block::Activations{};
         if (!st.grads.empty()) st.grads[l] = typename Block::Gradients{};
-        params_.commit(k, 1, last);
+        params_.launch_gradient_reduction(k, 1, last);
       }
       store_.poll();
       if (dx == dnext.data() && in) std::swap(d, dnext);
@@ -177,7 +177,7 @@ class DecoderStage {
       const std::size_t e = units_.embedding.size();
       const auto g = params_.grads(0, e);
       embedding_.backward(g.data(), in ? d.data() : st.dembedding.data(), data);
-      params_.commit(0, e, last);
+      params_.launch_gradient_reduction(0, e, last);
     }
     if (wt) stash_.erase(mb);
   }

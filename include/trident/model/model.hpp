@@ -9,7 +9,7 @@
 //
 //   struct MyModel {
 //     // (a) parameters: the ZeRO units of virtual stage s in the order the stage first reads
-//     //     them, as this rank's tensor-parallel size sees them (model/params.hpp: name, global
+//     //     them, as this rank's tensor-parallel size sees them (zero/params.hpp: name, global
 //     //     shape, placement Replicate or Shard(dim) over TP, padding, init, weight decay). The
 //     //     element type is the trainer's T (compute) and S (storage).
 //     std::vector<UnitSpec> units(const StageSpec& s, int tp) const;
@@ -17,7 +17,7 @@
 //     // (b) the pipeline split: layers to spread over the virtual stages, and the forward
 //     //     cost of one sequence per layer, embedding and head (--pp-layers auto).
 //     int layers() const;
-//     plan::StageCosts stage_costs() const;
+//     pp::StageCosts stage_costs() const;  // pp/balance.hpp
 //     // (c) the per-stage object: forward and backward of one microbatch (below).
 //     template <class T, class S> using Stage = ...;
 //     // (d) tied parameters, declared: the trainer sums the copies' gradients and counts the
@@ -53,7 +53,8 @@
 //         // token `position` of row 0, the same on every TP rank
 // A decoder-only transformer need not write a Stage: model/decoder_stage.hpp is one, generic
 // over the model's Embedding, Block and Head (it keeps the per-microbatch stash, the unit
-// order, ZeRO's use/prefetch/release/commit, recomputation and the B/W split).
+// order, ZeRO's gather/prefetch/release and the launch of the DP gradient reduction, recomputation
+// and the B/W split).
 #pragma once
 
 #include <cstdint>
@@ -62,8 +63,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "../plan/balance.hpp"
-#include "params.hpp"
+#include "../pp/balance.hpp"
+#include "../zero/params.hpp"
 
 namespace trident {
 
@@ -116,8 +117,8 @@ void static_check_model() {
       "a Model needs double initial_value(const ParamSpec&, std::uint64_t) const");
   static_assert(std::is_same_v<decltype(std::declval<const M&>().ties(1)), std::vector<Tie>>,
                 "a Model needs std::vector<Tie> ties(int virtual_stages) const");
-  static_assert(std::is_same_v<decltype(std::declval<const M&>().stage_costs()), plan::StageCosts>,
-                "a Model needs plan::StageCosts stage_costs() const");
+  static_assert(std::is_same_v<decltype(std::declval<const M&>().stage_costs()), pp::StageCosts>,
+                "a Model needs pp::StageCosts stage_costs() const");
   static_assert(std::is_convertible_v<decltype(std::declval<const M&>().layers()), int> &&
                     std::is_convertible_v<decltype(std::declval<const M&>().seq()), int> &&
                     std::is_convertible_v<decltype(std::declval<const M&>().vocab()), int>,

@@ -6,9 +6,10 @@
 // use() reads the parameters of positions [k, k + n) and starts gathering the next position's
 // unit (ZeRO-3 prefetch); use_backward() the same walking backwards, without prefetching the
 // first `no_backward_reads` positions (an embedding's backward reads no parameters);
-// release() after computing; grads() the buffers a backward accumulates into; commit() when a
-// position's backward is done — a unit is committed at its earliest position (the last that
-// the backward reaches), so its DP reduction starts once all its gradient is in.
+// release() after computing; grads() the buffers a backward accumulates into;
+// launch_gradient_reduction() when a position's backward is done — a unit's DP reduction is
+// launched at its earliest position (the last that the backward reaches), once all its
+// gradient is in.
 #pragma once
 
 #include <vector>
@@ -29,30 +30,30 @@ class StageParams {
   std::vector<const T*> use(std::size_t k, std::size_t n) {
     std::vector<const T*> w(n);
     for (std::size_t i = 0; i < n; ++i) {
-      if (k + i + 1 < order_.size()) store_.prefetch(order_[k + i + 1]);
-      w[i] = store_.params(order_[k + i]);
+      if (k + i + 1 < order_.size()) store_.prefetch_parameters(order_[k + i + 1]);
+      w[i] = store_.gather_parameters(order_[k + i]);
     }
     return w;
   }
   std::vector<const T*> use_backward(std::size_t k, std::size_t n) {
     std::vector<const T*> w(n);
     for (std::size_t i = n; i-- > 0;) {
-      if (k + i > skip_) store_.prefetch(order_[k + i - 1]);
-      w[i] = store_.params(order_[k + i]);
+      if (k + i > skip_) store_.prefetch_parameters(order_[k + i - 1]);
+      w[i] = store_.gather_parameters(order_[k + i]);
     }
     return w;
   }
   void release(std::size_t k, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) store_.release(order_[k + i]);
+    for (std::size_t i = 0; i < n; ++i) store_.release_parameters(order_[k + i]);
   }
   std::vector<T*> grads(std::size_t k, std::size_t n) {
     std::vector<T*> g(n);
     for (std::size_t i = 0; i < n; ++i) g[i] = store_.grads(order_[k + i]);
     return g;
   }
-  void commit(std::size_t k, std::size_t n, bool last) {
+  void launch_gradient_reduction(std::size_t k, std::size_t n, bool last) {
     for (std::size_t i = 0; i < n; ++i)
-      if (earliest(k + i)) store_.commit(order_[k + i], last);
+      if (earliest(k + i)) store_.launch_gradient_reduction(order_[k + i], last);
   }
 
  private:

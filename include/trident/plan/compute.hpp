@@ -6,22 +6,20 @@
 // time of a pipeline flush as a fraction of the ideal (bubble-free) time.
 #pragma once
 
+#include "../nn/flops.hpp"
 #include "config.hpp"
 #include "model_spec.hpp"
 
 namespace trident::plan {
 
-// One layer's forward for `sequences` sequences of s tokens (Narayanan et al. 2021, §5.1):
-// GEMMs 24 B s h^2 (QKV 6, attention projection 2, MLP 16) and attention 4 B s^2 h
-// (Q K^T and scores x V).
+// One layer's forward for `sequences` sequences of s tokens (nn/flops.hpp: 24 B s h^2 + 4 B s^2 h).
 inline double layer_forward_flops(const ModelSpec& m, double sequences) {
-  const double s = m.seq, h = m.hidden;
-  return 24 * sequences * s * h * h + 4 * sequences * s * s * h;
+  return nn::gpt_layer_forward_flops(m.seq, m.hidden, sequences);
 }
 
-// The LM head's forward: 2 B s h V.
+// The LM head's forward: 2 B s h V (nn/flops.hpp).
 inline double head_forward_flops(const ModelSpec& m, double sequences) {
-  return 2 * sequences * m.seq * static_cast<double>(m.hidden) * m.vocab;
+  return nn::lm_head_forward_flops(m.seq, m.hidden, m.vocab, sequences);
 }
 
 // FLOPs the layers spend recomputing during the backward: full recomputation reruns each

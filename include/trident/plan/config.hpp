@@ -10,6 +10,7 @@
 #include <string>
 
 #include "../core/error.hpp"
+#include "../pp/schedule.hpp"
 #include "cluster.hpp"
 #include "model_spec.hpp"
 
@@ -37,14 +38,10 @@ inline Recompute parse_recompute(const std::string& name) {
   fail("unknown recompute '" + name + "' (known: none, selective, full)");
 }
 
-// GPipe (Huang et al. 2019): all forwards, then all backwards. 1F1B (PipeDream-Flush, Narayanan
-// et al. 2021 §2.2.1): the same bubble, at most p microbatches in flight; with v > 1 virtual
-// stages it is the interleaved schedule (§2.2.2).
-enum class Schedule { gpipe, one_f_one_b };
-
-inline const char* to_string(Schedule s) {
-  return s == Schedule::gpipe ? "gpipe" : "1f1b";
-}
+// The schedule is the executor's pp::ScheduleKind (pp/schedule.hpp). GPipe (Huang et al.
+// 2019): all forwards, then all backwards. 1F1B (PipeDream-Flush, Narayanan et al. 2021
+// §2.2.1): the same bubble, at most p microbatches in flight; with v > 1 virtual stages it is
+// the interleaved schedule (§2.2.2), which the planner accepts as one_f_one_b or interleaved.
 
 struct Config {
   int tp = 1, pp = 1, dp = 1;
@@ -54,7 +51,7 @@ struct Config {
   int virtual_stages = 1;   // v, model chunks per pipeline rank
   bool sequence_parallel = false;
   Recompute recompute = Recompute::none;
-  Schedule schedule = Schedule::one_f_one_b;
+  pp::ScheduleKind schedule = pp::ScheduleKind::one_f_one_b;
 
   int global_batch() const { return dp * microbatch_size * microbatches; }
 };
@@ -87,7 +84,8 @@ inline std::string invalid_reason(const ModelSpec& m, const ClusterSpec& cluster
            n(m.layers) + " layers";
   if (c.virtual_stages > 1) {
     if (c.pp == 1) return "virtual stages need a pipeline (PP > 1)";
-    if (c.schedule != Schedule::one_f_one_b) return "virtual stages need the 1F1B schedule";
+    if (c.schedule != pp::ScheduleKind::one_f_one_b && c.schedule != pp::ScheduleKind::interleaved)
+      return "virtual stages need the 1F1B schedule";
     // Narayanan et al. 2021 §2.2.2: m must be a multiple of p for the interleaved schedule.
     if (c.microbatches % c.pp != 0)
       return "interleaved 1F1B: " + n(c.microbatches) +

@@ -32,7 +32,7 @@ MeasuredRun measure_run(const Comm& world, const gpt2::Options& o, const TokenSo
                         int steps, int warmup = 1) {
   require(steps >= 1 && warmup >= 0, "measure_run: at least one measured step");
   gpt2::Trainer<T, S> t(world, o, data);
-  for (int s = 0; s < warmup; ++s) t.step();
+  for (int s = 0; s < warmup; ++s) (void)t.step();
   comm_stats().reset();
   memory_stats().reset_peaks();
   std::vector<StepResult> results;

@@ -92,7 +92,7 @@ inline double recompute_working_bytes(const ModelSpec& m, const Config& c, const
 // Microbatches the first pipeline stage holds at its peak (Korthikanti et al. 2022, §4.2.3):
 // GPipe holds all m; 1F1B holds the p of its warm-up (fewer when m < p).
 inline int microbatches_in_flight(const Config& c) {
-  return c.schedule == Schedule::gpipe ? c.microbatches : std::min(c.pp, c.microbatches);
+  return c.schedule == pp::ScheduleKind::gpipe ? c.microbatches : std::min(c.pp, c.microbatches);
 }
 
 // Layers' worth of one microbatch's activations the first stage holds at its peak: L/p layers

@@ -10,10 +10,11 @@
 //    (zero/unit_store.hpp), so Psi is the sum of the padded units;
 //  - element sizes are trident's: S for parameters and gradients, K = 2 T for Adam's moments
 //    (+ T for master weights when S != T) — ZeRO's 2 + 2 + 12 for bf16/float, 4 + 4 + 8 for float;
-//  - activations are trident's own buffers in T (models/gpt2/block.hpp, model/decoder_stage.hpp), added at each
+//  - activations are trident's own buffers in T (models/gpt2/block.hpp, model/decoder_stage.hpp),
+//  added at each
 //    forward and freed at each backward of this stage's schedule (pp/schedule.hpp).
-// Unit sizes come from Megatron's split (model_spec.hpp), not from models/gpt2/params.hpp, so that the
-// test comparing the two has two independent sides.
+// Unit sizes come from Megatron's split (model_spec.hpp), not from models/gpt2/params.hpp, so that
+// the test comparing the two has two independent sides.
 #pragma once
 
 #include <algorithm>
@@ -26,6 +27,15 @@
 #include "cluster.hpp"
 #include "memory.hpp"
 #include "model_spec.hpp"
+
+namespace trident::gpt2 {
+
+// The cost model's view of trident's GPT-2 shape (model_spec.hpp).
+inline plan::ModelSpec model_spec(const Config& c, std::string name = "trident") {
+  return {std::move(name), c.layers, c.hidden, c.heads, c.vocab, c.seq};
+}
+
+}  // namespace trident::gpt2
 
 namespace trident::plan {
 
@@ -109,8 +119,8 @@ inline ActivationShape activation_shape(const gpt2::Options& o) {
           vocab_rows};
 }
 
-// models/gpt2/block.hpp's BlockActivations: x, x2 (n C); LN stats (4 n); ln1, ln2 (N C); qkv (3 N Cl);
-// probs (B Hl S S); att (N Cl); fc, act (4 N Cl each).
+// models/gpt2/block.hpp's BlockActivations: x, x2 (n C); LN stats (4 n); ln1, ln2 (N C); qkv (3 N
+// Cl); probs (B Hl S S); att (N Cl); fc, act (4 N Cl each).
 inline double layer_activation_elements(const ActivationShape& a) {
   return 2 * a.n * a.C + 4 * a.n + 2 * a.N * a.C + 3 * a.N * a.Cl + a.B * a.heads * a.S * a.S +
          a.N * a.Cl + 8 * a.N * a.Cl;

@@ -43,9 +43,9 @@ class Executor {
         last_backward_[actions_[i].chunk] = i;
   }
 
-  // Runs one step; returns this rank's measured spans, in seconds since `origin`.
+  // Runs one step; returns this rank's measured intervals, in seconds since `origin`.
   template <class Stage>
-  std::vector<Span> run(Stage& stage, double origin) {
+  std::vector<Interval> run(Stage& stage, double origin) {
     std::map<Key, Message> inbox, outbox;
     for (const Action& a : actions_)  // post every receive now
       if (is_recv(a.op)) {
@@ -55,7 +55,7 @@ class Executor {
         msg.request = pp_.irecv(trident::Span<T>(msg.data.data(), size_), a.peer,
                                 tag(a.op, a.microbatch, a.chunk));
       }
-    std::vector<Span> spans;
+    std::vector<Interval> intervals;
     auto now = [&] { return trident::detail::now_seconds() - origin; };
     for (std::size_t i = 0; i < actions_.size(); ++i) {
       const Action& a = actions_[i];
@@ -66,7 +66,7 @@ class Executor {
         case Op::recv_backward: {
           inbox.at(key(a.op, a.microbatch, a.chunk)).request.wait();
           say(a, "<--");
-          spans.push_back({pp_.rank(), SpanKind::recv, a.microbatch, a.chunk, t0, now()});
+          intervals.push_back({pp_.rank(), IntervalKind::recv, a.microbatch, a.chunk, t0, now()});
           break;
         }
         case Op::send_forward:
@@ -76,7 +76,7 @@ class Executor {
           msg.request = pp_.isend(trident::Span<const T>(msg.data.data(), size_), a.peer,
                                   tag(a.op, a.microbatch, receiver));
           say(a, "-->");
-          spans.push_back({pp_.rank(), SpanKind::send, a.microbatch, a.chunk, t0, now()});
+          intervals.push_back({pp_.rank(), IntervalKind::send, a.microbatch, a.chunk, t0, now()});
           break;
         }
         case Op::forward:
@@ -99,14 +99,14 @@ class Executor {
             stage.backward(a.microbatch, a.chunk, input, output, backward_part(a.op),
                            last_backward_.at(a.chunk) == i);
           if (in != inbox.end()) inbox.erase(in);  // the received data is consumed
-          spans.push_back({pp_.rank(), fwd ? SpanKind::forward : SpanKind::backward, a.microbatch,
-                           a.chunk, t0, now()});
+          intervals.push_back({pp_.rank(), fwd ? IntervalKind::forward : IntervalKind::backward,
+                               a.microbatch, a.chunk, t0, now()});
           break;
         }
         case Op::backward_weight: {
           stage.backward(a.microbatch, a.chunk, nullptr, nullptr, nn::BackwardPart::weight,
                          last_backward_.at(a.chunk) == i);
-          spans.push_back({pp_.rank(), SpanKind::weight, a.microbatch, a.chunk, t0, now()});
+          intervals.push_back({pp_.rank(), IntervalKind::weight, a.microbatch, a.chunk, t0, now()});
           break;
         }
       }
@@ -116,7 +116,7 @@ class Executor {
     }
     outbox.clear();  // waits for the last sends
     flight_recorder().set_microbatch(-1);
-    return spans;
+    return intervals;
   }
 
  private:

@@ -8,9 +8,9 @@
 // so the last stage's chunk c feeds stage 0's chunk c+1. Communication semantics: a send is
 // buffered and never blocks; a receive blocks until its matching send has happened. Each compute
 // action is preceded by its receive (when it has a previous/next virtual stage) and followed by
-// its send. All three schedules run the k-th forward and the k-th backward "unit" of one order
-// (Megatron-LM's): `warmup` forwards, then one forward and one backward at a time (steady state),
-// then the remaining backwards (cool-down):
+// its send. All schedules run the k-th forward and the k-th backward pass of one order
+// (Megatron-LM's; detail::pass): warmup_forwards() forwards (the warm-up), then one forward and
+// one backward at a time (steady state), then the remaining backwards (cool-down):
 //  - GPipe (Huang et al. 2019): warm-up of all m forwards, then all backwards, in the same
 //    microbatch order as the forwards (as drawn in Narayanan et al. 2021, Fig. 3, and run by
 //    PyTorch's ScheduleGPipe).
@@ -184,6 +184,23 @@ inline void validate(const ScheduleSpec& spec) {
               std::to_string(spec.stages) + " stages");
 }
 
+// The warm-up: forwards `stage` runs before its steady state (one forward, one backward).
+inline int warmup_forwards(const ScheduleSpec& spec, int stage) {
+  const int p = spec.stages, m = spec.microbatches, v = spec.chunks;
+  switch (spec.kind) {
+    case ScheduleKind::gpipe:
+      return m;
+    case ScheduleKind::one_f_one_b:
+    case ScheduleKind::zb_h1:
+      return std::min(p - stage - 1, m);
+    case ScheduleKind::interleaved:
+      return std::min(2 * (p - stage - 1) + (v - 1) * p, v * m);
+    case ScheduleKind::forward_only:
+      return v * m;
+  }
+  return m;
+}
+
 namespace detail {
 
 // One stage's list, written compute by compute with the receives and sends around each.
@@ -210,29 +227,12 @@ struct StageWriter {
   void weight(int mb, int chunk) { actions.push_back({Op::backward_weight, mb, chunk, -1}); }
 };
 
-// Forwards run before the steady state on `stage`.
-inline int warmup(const ScheduleSpec& spec, int stage) {
-  const int p = spec.stages, m = spec.microbatches, v = spec.chunks;
-  switch (spec.kind) {
-    case ScheduleKind::gpipe:
-      return m;
-    case ScheduleKind::one_f_one_b:
-    case ScheduleKind::zb_h1:
-      return std::min(p - stage - 1, m);
-    case ScheduleKind::interleaved:
-      return std::min(2 * (p - stage - 1) + (v - 1) * p, v * m);
-    case ScheduleKind::forward_only:
-      return v * m;
-  }
-  return m;
-}
-
-// The k-th forward (or backward) unit, the same on every stage: groups of p microbatches go
+// The k-th forward (or backward) pass, the same on every stage: groups of p microbatches go
 // through chunk 0, 1, ..., v-1 (Megatron-LM's order); backward visits the chunks in reverse.
-struct Unit {
+struct Pass {
   int microbatch, chunk;
 };
-inline Unit unit(const ScheduleSpec& spec, int k, bool forward) {
+inline Pass pass(const ScheduleSpec& spec, int k, bool forward) {
   const int p = spec.stages, v = spec.chunks;
   const int in_group = k % (p * v);
   const int chunk = in_group / p;
@@ -244,7 +244,7 @@ inline Unit unit(const ScheduleSpec& spec, int k, bool forward) {
 // [stage] -> that stage's ordered actions.
 inline std::vector<std::vector<Action>> make_schedule(const ScheduleSpec& spec) {
   validate(spec);
-  const int units = spec.microbatches * spec.chunks;
+  const int passes = spec.microbatches * spec.chunks;
   std::vector<std::vector<Action>> schedule;
   for (int s = 0; s < spec.stages; ++s) {
     detail::StageWriter w{s, spec.stages, spec.chunks, {}};
@@ -255,31 +255,31 @@ inline std::vector<std::vector<Action>> make_schedule(const ScheduleSpec& spec) 
       continue;
     }
     auto forward = [&](int k) {
-      const detail::Unit u = detail::unit(spec, k, true);
-      w.forward(u.microbatch, u.chunk);
+      const detail::Pass f = detail::pass(spec, k, true);
+      w.forward(f.microbatch, f.chunk);
     };
-    // ZB-H1: B in backward's place, and the W of unit k - s after the B of unit k.
+    // ZB-H1: B in backward's place, and the W of pass k - s after the B of pass k.
     const bool split = spec.kind == ScheduleKind::zb_h1;
     const int delay = s;
     int weights = 0;  // W passes written
     auto backward = [&](int k) {
-      const detail::Unit u = detail::unit(spec, k, false);
-      w.backward(u.microbatch, u.chunk, split ? Op::backward_input : Op::backward);
+      const detail::Pass b = detail::pass(spec, k, false);
+      w.backward(b.microbatch, b.chunk, split ? Op::backward_input : Op::backward);
       for (; split && weights <= k - delay; ++weights) {
-        const detail::Unit uw = detail::unit(spec, weights, false);
-        w.weight(uw.microbatch, uw.chunk);
+        const detail::Pass pw = detail::pass(spec, weights, false);
+        w.weight(pw.microbatch, pw.chunk);
       }
     };
-    const int warmup = detail::warmup(spec, s);
+    const int warmup = warmup_forwards(spec, s);
     for (int k = 0; k < warmup; ++k) forward(k);  // warm-up
-    for (int k = 0; k < units - warmup; ++k) {    // steady state: 1F1B
+    for (int k = 0; k < passes - warmup; ++k) {   // steady state: 1F1B
       forward(warmup + k);
       backward(k);
     }
-    for (int k = units - warmup; k < units; ++k) backward(k);  // cool-down
-    for (; split && weights < units; ++weights) {              // ZB-H1: the deferred W passes
-      const detail::Unit uw = detail::unit(spec, weights, false);
-      w.weight(uw.microbatch, uw.chunk);
+    for (int k = passes - warmup; k < passes; ++k) backward(k);  // cool-down
+    for (; split && weights < passes; ++weights) {               // ZB-H1: the deferred W passes
+      const detail::Pass pw = detail::pass(spec, weights, false);
+      w.weight(pw.microbatch, pw.chunk);
     }
     schedule.push_back(std::move(w.actions));
   }

@@ -163,7 +163,8 @@ inline Simulation simulate(const std::vector<std::vector<Action>>& schedule, Cos
       if (it == sent.end()) return false;
       const double begin = std::max(t, it->second), end = std::max(t, it->second + costs.p2p);
       if (end > begin)
-        sim.timeline.spans.push_back({s, SpanKind::recv, a.microbatch, a.chunk, begin, end});
+        sim.timeline.intervals.push_back(
+            {s, IntervalKind::recv, a.microbatch, a.chunk, begin, end});
       t = end;
     } else if (is_send(a.op)) {
       sent[detail::message_of(a, s, stages)] = t;
@@ -173,10 +174,10 @@ inline Simulation simulate(const std::vector<std::vector<Action>>& schedule, Cos
                            : a.op == Op::backward_weight ? costs.weight_fraction
                                                          : 1;
       const double cost = (forward ? costs.forward : costs.backward * share) / chunks;
-      const SpanKind kind = forward                       ? SpanKind::forward
-                            : a.op == Op::backward_weight ? SpanKind::weight
-                                                          : SpanKind::backward;
-      sim.timeline.spans.push_back({s, kind, a.microbatch, a.chunk, t, t + cost});
+      const IntervalKind kind = forward                       ? IntervalKind::forward
+                                : a.op == Op::backward_weight ? IntervalKind::weight
+                                                              : IntervalKind::backward;
+      sim.timeline.intervals.push_back({s, kind, a.microbatch, a.chunk, t, t + cost});
       t += cost;
       in_flight[s] += forward ? 1 : a.op == Op::backward_input ? 0 : -1;
       before_input_gradient[s] += forward ? 1 : a.op == Op::backward_weight ? 0 : -1;

@@ -67,11 +67,11 @@ inline std::string hsl(double hue, double saturation, double lightness) {
 
 // Microbatch colours: hues a golden angle apart, so neighbours differ; backward darker, W
 // (weight gradients) greyer between the two.
-inline std::string box_colour(int microbatch, SpanKind kind) {
+inline std::string box_colour(int microbatch, IntervalKind kind) {
   const double hue = std::fmod(microbatch * 137.508, 360.0);
-  return kind == SpanKind::forward  ? hsl(hue, 0.70, 0.80)
-         : kind == SpanKind::weight ? hsl(hue, 0.30, 0.62)
-                                    : hsl(hue, 0.60, 0.40);
+  return kind == IntervalKind::forward  ? hsl(hue, 0.70, 0.80)
+         : kind == IntervalKind::weight ? hsl(hue, 0.30, 0.62)
+                                        : hsl(hue, 0.60, 0.40);
 }
 
 // A tick step of 1, 2 or 5 times a power of ten, giving about 10 ticks.
@@ -82,9 +82,9 @@ inline double tick_step(double span) {
 }
 
 // One compute box: filled, hatched for chunk > 0, numbered when wide enough.
-inline void draw_box(std::ostringstream& svg, const Span& s, const std::string& row_label, double x,
-                     double y, double w, double h) {
-  const bool light = s.kind != SpanKind::backward;  // dark text on it
+inline void draw_box(std::ostringstream& svg, const Interval& s, const std::string& row_label,
+                     double x, double y, double w, double h) {
+  const bool light = s.kind != IntervalKind::backward;  // dark text on it
   svg << "<g class=\"" << to_string(s.kind) << "\"><title>" << row_label << ' ' << s.rank << ' '
       << to_string(s.kind) << " microbatch " << s.microbatch << " chunk " << s.chunk << " ["
       << number(s.begin) << ", " << number(s.end) << ")</title>";
@@ -111,7 +111,7 @@ inline std::string timeline_svg(const Timeline& timeline, const std::string& tit
   const double left = 76, right = 24, top = 44, row = 28, gap = 6;
   int chunks = 1, microbatches = 0;
   double shortest = 0;  // the shortest compute span, to be drawn at least ~20 px wide
-  for (const Span& s : timeline.spans) {
+  for (const Interval& s : timeline.intervals) {
     chunks = std::max(chunks, s.chunk + 1);
     microbatches = std::max(microbatches, s.microbatch + 1);
     if (is_compute(s.kind) && s.end > s.begin && (shortest == 0 || s.end - s.begin < shortest))
@@ -149,15 +149,15 @@ inline std::string timeline_svg(const Timeline& timeline, const std::string& tit
         << "<rect x=\"" << left << "\" y=\"" << y << "\" width=\"" << plot << "\" height=\"" << row
         << "\" fill=\"#f2f2f2\"/>\n";
   }
-  for (const Span& s : timeline.spans) {
+  for (const Interval& s : timeline.intervals) {
     const double x = left + (s.begin - t0) * scale, w = (s.end - s.begin) * scale;
     const double y = top + s.rank * (row + gap);
     if (is_compute(s.kind))
       detail::draw_box(svg, s, row_label, x, y, w, row);
-    else if (s.kind == SpanKind::send || s.kind == SpanKind::recv)
+    else if (s.kind == IntervalKind::send || s.kind == IntervalKind::recv)
       svg << "<rect class=\"" << to_string(s.kind) << "\" x=\"" << x << "\" y=\"" << y + row - 4
           << "\" width=\"" << w << "\" height=\"4\" fill=\""
-          << (s.kind == SpanKind::recv ? "#777777" : "#bbbbbb") << "\"/>\n";
+          << (s.kind == IntervalKind::recv ? "#777777" : "#bbbbbb") << "\"/>\n";
   }
 
   // time axis
@@ -185,26 +185,27 @@ inline std::string timeline_svg(const Timeline& timeline, const std::string& tit
         << "</text>\n";
     x += 30 + 7 * text.size();
   };
-  item(detail::box_colour(0, SpanKind::forward), "", "forward (lighter)");
-  const bool split = std::any_of(timeline.spans.begin(), timeline.spans.end(),
-                                 [](const Span& s) { return s.kind == SpanKind::weight; });
-  item(detail::box_colour(0, SpanKind::backward), "",
+  item(detail::box_colour(0, IntervalKind::forward), "", "forward (lighter)");
+  const bool split = std::any_of(timeline.intervals.begin(), timeline.intervals.end(),
+                                 [](const Interval& s) { return s.kind == IntervalKind::weight; });
+  item(detail::box_colour(0, IntervalKind::backward), "",
        split ? "B: input gradient (darker)" : "backward (darker)");
-  if (split) item(detail::box_colour(0, SpanKind::weight), "", "W: weight gradient (greyer)");
+  if (split) item(detail::box_colour(0, IntervalKind::weight), "", "W: weight gradient (greyer)");
   for (int c = 0; c < chunks && chunks > 1; ++c)
     item("#dddddd", c ? "url(#chunk" + std::to_string(c) + ")" : "", "chunk " + std::to_string(c));
-  const bool messages = std::any_of(
-      timeline.spans.begin(), timeline.spans.end(),
-      [](const Span& s) { return s.kind == SpanKind::send || s.kind == SpanKind::recv; });
+  const bool messages =
+      std::any_of(timeline.intervals.begin(), timeline.intervals.end(), [](const Interval& s) {
+        return s.kind == IntervalKind::send || s.kind == IntervalKind::recv;
+      });
   if (messages) item("#777777", "", "receiving (in transit)");
   svg << "<text x=\"" << left << "\" y=\"" << legend + 36
       << "\" font-size=\"12\">microbatch:</text>\n";
   for (int mb = 0; mb < microbatches; ++mb) {
     const double sx = left + 80 + (mb % per_line) * 22, sy = legend + 25 + (mb / per_line) * 22;
     svg << "<rect x=\"" << sx << "\" y=\"" << sy << "\" width=\"20\" height=\"16\" fill=\""
-        << detail::box_colour(mb, SpanKind::backward) << "\"/><text x=\"" << sx + 10 << "\" y=\""
-        << sy + 12 << "\" font-size=\"10\" text-anchor=\"middle\" fill=\"#ffffff\">" << mb
-        << "</text>\n";
+        << detail::box_colour(mb, IntervalKind::backward) << "\"/><text x=\"" << sx + 10
+        << "\" y=\"" << sy + 12 << "\" font-size=\"10\" text-anchor=\"middle\" fill=\"#ffffff\">"
+        << mb << "</text>\n";
   }
   svg << "</svg>\n";
   return svg.str();

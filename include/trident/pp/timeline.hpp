@@ -1,6 +1,6 @@
 // trident/pp/timeline.hpp: what each pipeline rank did when, simulated or measured.
 //
-// A Timeline is a list of spans (rank, kind, microbatch, chunk, begin, end). The simulator
+// A Timeline is a list of intervals (rank, kind, microbatch, chunk, begin, end). The simulator
 // (simulate.hpp) produces one in cost units; the executor can record one in seconds. Both are
 // drawn by svg.hpp and exported by io/chrome_trace.hpp. The pipeline bubble (Huang et al. 2019)
 // is the time ranks spend not computing: bubble_fraction = idle time summed over ranks /
@@ -14,33 +14,34 @@
 namespace trident::pp {
 
 // backward: the fused backward, or zero-bubble's B (input gradient); weight: zero-bubble's W.
-enum class SpanKind { forward, backward, send, recv, idle, weight };
+enum class IntervalKind { forward, backward, send, recv, idle, weight };
 
-inline const char* to_string(SpanKind kind) {
+inline const char* to_string(IntervalKind kind) {
   switch (kind) {
-    case SpanKind::forward:
+    case IntervalKind::forward:
       return "forward";
-    case SpanKind::backward:
+    case IntervalKind::backward:
       return "backward";
-    case SpanKind::send:
+    case IntervalKind::send:
       return "send";
-    case SpanKind::recv:
+    case IntervalKind::recv:
       return "recv";
-    case SpanKind::idle:
+    case IntervalKind::idle:
       return "idle";
-    case SpanKind::weight:
+    case IntervalKind::weight:
       return "weight";
   }
   return "?";
 }
 
-inline bool is_compute(SpanKind kind) {
-  return kind == SpanKind::forward || kind == SpanKind::backward || kind == SpanKind::weight;
+inline bool is_compute(IntervalKind kind) {
+  return kind == IntervalKind::forward || kind == IntervalKind::backward ||
+         kind == IntervalKind::weight;
 }
 
-struct Span {
+struct Interval {
   int rank;
-  SpanKind kind;
+  IntervalKind kind;
   int microbatch;
   int chunk;
   double begin, end;
@@ -48,24 +49,24 @@ struct Span {
 
 struct Timeline {
   int ranks = 0;
-  std::vector<Span> spans;
+  std::vector<Interval> intervals;
 
   double start() const {
-    double t = spans.empty() ? 0 : spans.front().begin;
-    for (const Span& s : spans) t = std::min(t, s.begin);
+    double t = intervals.empty() ? 0 : intervals.front().begin;
+    for (const Interval& s : intervals) t = std::min(t, s.begin);
     return t;
   }
   // From the earliest begin to the latest end (a simulation starts at 0).
   double makespan() const {
     double end = start();
-    for (const Span& s : spans) end = std::max(end, s.end);
+    for (const Interval& s : intervals) end = std::max(end, s.end);
     return end - start();
   }
   double bubble_fraction() const {
     const double total = makespan() * ranks;
     if (total <= 0) return 0;
     double compute = 0;
-    for (const Span& s : spans)
+    for (const Interval& s : intervals)
       if (is_compute(s.kind)) compute += s.end - s.begin;
     return (total - compute) / total;
   }

@@ -41,7 +41,7 @@ inline ShardLayout with_placement(const ShardLayout& l, Placement p, std::int64_
 
 // The whole tensor (rows, cols) on every rank, from its shards. Collective over `axis`.
 template <class T>
-Matrix<T> all_gather(const ShardedTensor<T>& t, const Comm& axis) {
+[[nodiscard]] Matrix<T> all_gather(const ShardedTensor<T>& t, const Comm& axis) {
   const ShardLayout& l = t.layout();
   Matrix<T> full(l.rows(), l.cols());
   if (!l.placement().is_shard()) {
@@ -60,7 +60,7 @@ Matrix<T> all_gather(const ShardedTensor<T>& t, const Comm& axis) {
 
 // Partial -> Replicate: the sum over the axis. Collective.
 template <class T>
-ShardedTensor<T> all_reduce(const ShardedTensor<T>& t, const Comm& axis) {
+[[nodiscard]] ShardedTensor<T> all_reduce(const ShardedTensor<T>& t, const Comm& axis) {
   require(t.layout().placement().kind == Placement::Kind::partial, "all_reduce needs Partial");
   ShardedTensor<T> out(detail::with_placement(t.layout(), Placement::Replicate()));
   out.local() = t.local();
@@ -70,7 +70,7 @@ ShardedTensor<T> all_reduce(const ShardedTensor<T>& t, const Comm& axis) {
 
 // Partial -> Shard(target): each rank receives the sum of its block. Collective.
 template <class T>
-ShardedTensor<T> reduce_scatter(const ShardedTensor<T>& t, Placement target, const Comm& axis,
+[[nodiscard]] ShardedTensor<T> reduce_scatter(const ShardedTensor<T>& t, Placement target, const Comm& axis,
                                 std::int64_t padded = 0) {
   require(t.layout().placement().kind == Placement::Kind::partial && target.is_shard(),
           "reduce_scatter goes from Partial to Shard");
@@ -88,7 +88,7 @@ ShardedTensor<T> reduce_scatter(const ShardedTensor<T>& t, Placement target, con
 
 // Replicate -> Shard(target): keep this rank's block. No communication.
 template <class T>
-ShardedTensor<T> scatter(const ShardedTensor<T>& t, Placement target, std::int64_t padded = 0) {
+[[nodiscard]] ShardedTensor<T> scatter(const ShardedTensor<T>& t, Placement target, std::int64_t padded = 0) {
   require(t.layout().placement().kind == Placement::Kind::replicate, "scatter needs Replicate");
   return ShardedTensor<T>::from_global(t.local(),
                                        detail::with_placement(t.layout(), target, padded));
@@ -96,7 +96,7 @@ ShardedTensor<T> scatter(const ShardedTensor<T>& t, Placement target, std::int64
 
 // Any placement -> `target`. Collective over `axis` unless no communication is needed.
 template <class T>
-ShardedTensor<T> redistribute(const ShardedTensor<T>& t, Placement target, const Comm& axis,
+[[nodiscard]] ShardedTensor<T> redistribute(const ShardedTensor<T>& t, Placement target, const Comm& axis,
                               std::int64_t padded = 0) {
   using K = Placement::Kind;
   const K from = t.layout().placement().kind;

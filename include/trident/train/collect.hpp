@@ -91,8 +91,8 @@ NamedTensors<T> collect(Trainer<M, T, S>& trainer, Values&& unit_values, Done&& 
 template <class M, class T, class S>
 NamedTensors<T> collect_parameters(Trainer<M, T, S>& t) {
   return collect(
-      t, [&](int c, int u) { return t.chunk(c).store().params(u); },
-      [&](int c, int u) { t.chunk(c).store().release(u); });
+      t, [&](int c, int u) { return t.chunk(c).store().gather_parameters(u); },
+      [&](int c, int u) { t.chunk(c).store().release_parameters(u); });
 }
 
 // The DP-reduced gradients (after gradients_only()) on world rank 0. Collective.

@@ -2,7 +2,7 @@
 // run's checks (the model checks itself: model/model.hpp).
 //
 // Every check is a pure function of the options and the world size, so each rank throws the
-// same Error (ARCHITECTURE: bad input never hangs).
+// same Error (ARCHITECTURE §6: bad input never hangs).
 #pragma once
 
 #include <algorithm>
@@ -15,7 +15,7 @@
 #include "../mesh/mesh.hpp"
 #include "../model/model.hpp"
 #include "../optim/adamw.hpp"
-#include "../plan/balance.hpp"
+#include "../pp/balance.hpp"
 #include "../pp/schedule.hpp"
 #include "../zero/policy.hpp"
 
@@ -41,7 +41,7 @@ struct TrainOptions {
 };
 
 // Layers of each virtual stage: the explicit split, or (`--pp-layers auto`) the one that balances
-// the virtual stages' cost, the embedding and the LM head counted (plan/balance.hpp).
+// the virtual stages' cost, the embedding and the LM head counted (pp/balance.hpp).
 template <class M>
 std::vector<int> layer_split(const M& model, const TrainOptions& o) {
   const int stages = o.virtual_stage_count(), L = model.layers();
@@ -60,7 +60,7 @@ std::vector<int> layer_split(const M& model, const TrainOptions& o) {
           "PP=" + s(o.mesh.pp) +
               (o.virtual_stages > 1 ? " x " + s(o.virtual_stages) + " virtual stages" : "") +
               " needs at least " + s(stages) + " layers, but the model has " + s(L));
-  return plan::balanced_layer_split(model.stage_costs(), L, stages);
+  return pp::balanced_layer_split(model.stage_costs(), L, stages);
 }
 
 template <class M>

@@ -2,7 +2,7 @@
 // axis next to their formulas (formulas.hpp), and the measured pipeline bubble next to
 // (p-1)/(m+p-1) (Huang et al. 2019; interleaved: (p-1)/(v m + p-1), Narayanan et al. 2021;
 // ZB-H1 with F = B = W: (p-1)/(3m+p-1), Qi et al. 2023), and each pipeline stage's busy time
-// next to the cost model's (plan/balance.hpp), which chose the layer split unless given.
+// next to the model's stage costs (pp/balance.hpp), which chose the layer split unless given.
 #pragma once
 
 #include <algorithm>
@@ -33,7 +33,7 @@ struct RunReport {
   double bubble = 0, bubble_formula = 0;
 };
 
-// Measures spans and CommStats over `steps` steps (the caller resets the counters before them).
+// Measures intervals and CommStats over `steps` steps (the caller resets the counters before them).
 // Collective; the report is complete on world rank 0.
 template <class M, class T, class S>
 RunReport make_report(Trainer<M, T, S>& t, const std::vector<StepResult>& measured) {
@@ -57,15 +57,15 @@ RunReport make_report(Trainer<M, T, S>& t, const std::vector<StepResult>& measur
   f.traffic = {bytes("tp"), double(comm_stats().of("pp")[CommOp::send].bytes) / n, bytes("dp"),
                bytes("emb")};
   for (const StepResult& r : measured)
-    for (const pp::Span& s : r.spans) {
+    for (const pp::Interval& s : r.intervals) {
       if (pp::is_compute(s.kind)) f.compute += (s.end - s.begin) / n;
       f.end = std::max(f.end, s.end);
     }
-  // the spans of each step start at the step's barrier; average their length over the steps
+  // the intervals of each step start at the step's barrier; average their length over the steps
   double ends = 0;
   for (const StepResult& r : measured) {
     double e = 0;
-    for (const pp::Span& s : r.spans) e = std::max(e, s.end);
+    for (const pp::Interval& s : r.intervals) e = std::max(e, s.end);
     ends += e / n;
   }
   f.end = ends;
@@ -93,17 +93,17 @@ RunReport make_report(Trainer<M, T, S>& t, const std::vector<StepResult>& measur
 }
 
 // Each stage's measured busy time (forward, backward; the mean over its TP and DP ranks) next
-// to the prediction: the cost model's share of the stage (plan/balance.hpp's GEMM FLOPs) of the
-// measured busy time of all stages together.
+// to the prediction: the cost model's share of the stage (the model's stage_costs, pp/balance.hpp)
+// of the measured busy time of all stages together.
 template <class M>
 void print_stage_balance(const RunReport& r, const M& model, const TrainOptions& o) {
   const int p = o.mesh.pp, stages = o.virtual_stage_count();
   const std::vector<int> split = layer_split(model, o);
-  const plan::StageCosts costs = model.stage_costs();
+  const pp::StageCosts costs = model.stage_costs();
   std::vector<double> predicted(p, 0), measured(p, 0);
   std::vector<std::string> layers(p);
   for (int g = 0; g < stages; ++g) {
-    predicted[g % p] += plan::virtual_stage_cost(costs, g, stages, split[g]);
+    predicted[g % p] += pp::virtual_stage_cost(costs, g, stages, split[g]);
     layers[g % p] += (layers[g % p].empty() ? "" : "+") + std::to_string(split[g]);
   }
   for (const RankFigures& f : r.ranks) measured[int(f.pp)] += f.compute / (o.mesh.tp * o.mesh.dp);

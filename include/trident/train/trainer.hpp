@@ -35,10 +35,12 @@
 
 namespace trident {
 
-struct StepResult {
+// [[nodiscard]]: a step's loss, norm and skip flag are what a caller checks; drop them with
+// (void) where a step is only run (a warm-up).
+struct [[nodiscard]] StepResult {
   double loss = 0, grad_norm = 0, lr = 0, seconds = 0;
-  bool skipped = false;         // a non-finite loss or gradient norm; no update (skip_nonfinite)
-  std::vector<pp::Span> spans;  // this rank's pipeline timeline
+  bool skipped = false;  // a non-finite loss or gradient norm; no update (skip_nonfinite)
+  std::vector<pp::Interval> intervals;  // this rank's pipeline timeline
 };
 
 template <class M, class T, class S = T>
@@ -141,8 +143,8 @@ class Trainer {
     mesh_.world().barrier();
     const double origin = detail::now_seconds();
     Stage stage{*this};
-    r.spans = executor_->run(stage, origin);
-    for (auto& c : chunks_) c->store().finish_reduction();
+    r.intervals = executor_->run(stage, origin);
+    for (auto& c : chunks_) c->store().finish_gradient_reduction();
     sync_replicated_gradients();
     // the loss: summed over the microbatches and DP replicas of the last stage (TP rank 0)
     const bool counts = mesh_.is_last_stage() && mesh_.coord().tp == 0;

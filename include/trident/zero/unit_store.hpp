@@ -1,7 +1,7 @@
 // trident/zero/unit_store.hpp: the flat parameter and gradient buffers of one model chunk, and
 // what each ZeRO stage does with them (policy.hpp).
 //
-// A unit's local parameters (model/params.hpp) are one flat buffer, padded to a multiple of the
+// A unit's local parameters (params.hpp) are one flat buffer, padded to a multiple of the
 // DP size and split into DP equal shards: rank d owns [d * shard, (d+1) * shard). Units are the
 // buckets: a unit's gradient reduction is launched (nonblocking) as soon as its backward is
 // done, and overlaps the backward of the units before it.
@@ -9,9 +9,11 @@
 // Types: T computes (float or double); S stores parameters and gradients (T, or bf16 for mixed
 // precision, with T master weights and moments: the paper's 2 + 2 + 12 bytes).
 //
-// The model uses four calls per unit: params() before computing with it (gathered and converted
-// as the stage needs; prefetch() starts the next one early), release() after, grads() for the
-// buffer its backward accumulates into, commit() when that unit's backward is done.
+// The model uses four calls per unit: gather_parameters() before computing with it (ZeRO-3's
+// all-gather, and the conversion to T under mixed precision; prefetch_parameters() starts the
+// next unit's gather early), release_parameters() after, grads() for the buffer its backward
+// accumulates into, launch_gradient_reduction() when that unit's backward is done (the DP
+// gradient reduction, nonblocking; finish_gradient_reduction() waits for all of them).
 #pragma once
 
 #include <algorithm>
@@ -21,7 +23,7 @@
 
 #include "../core/comm.hpp"
 #include "../core/memory.hpp"
-#include "../model/params.hpp"
+#include "params.hpp"
 #include "policy.hpp"
 
 namespace trident {
@@ -88,21 +90,21 @@ class UnitStore {
   // --- parameters -------------------------------------------------------------------------
 
   // ZeRO-3: starts gathering unit u (no-op when it is gathered, or gathering, already).
-  void prefetch(int i) {
+  void prefetch_parameters(int i) {
     Unit& u = units_[i];
     if (!policy_.shards_parameters() || u.view.allocated() || u.gathering.allocated()) return;
     u.gathering.allocate(MemoryKind::buffers, u.padded, Fill::none);  // the all-gather writes all
     u.gather = dp_->iall_gather(Span<const S>(u.params.data(), u.shard), Span<S>(u.gathering));
   }
 
-  // Unit u's parameters, full (this TP rank's block) and in T. Valid until release(u).
-  const T* params(int i) {
+  // Unit u's parameters, full (this TP rank's block) and in T. Valid until release_parameters(u).
+  const T* gather_parameters(int i) {
     Unit& u = units_[i];
     if constexpr (kSameType)
       if (!policy_.shards_parameters()) return u.params.data();
     if (u.view.allocated()) return u.view.data();
     if (policy_.shards_parameters()) {
-      prefetch(i);
+      prefetch_parameters(i);
       u.gather.wait();
       if constexpr (kSameType) {
         u.view = std::move(u.gathering);
@@ -117,7 +119,7 @@ class UnitStore {
   }
 
   // Frees the gathered or converted copy (kept until end_step() under keep_gathered).
-  void release(int i) {
+  void release_parameters(int i) {
     if (policy_.shards_parameters() && policy_.keep_gathered) return;
     units_[i].view.reset();
   }
@@ -136,8 +138,9 @@ class UnitStore {
   }
 
   // Unit u's backward for this microbatch is done; last: it was the step's last microbatch.
-  // Launches the DP reduction the stage calls for.
-  void commit(int i, bool last) {
+  // Launches the DP gradient reduction the stage calls for (the bucket's all-reduce at stage 0,
+  // a reduce-scatter at stages 1-3), nonblocking: it overlaps the rest of the backward.
+  void launch_gradient_reduction(int i, bool last) {
     Unit& u = units_[i];
     if (u.scratch.allocated() && policy_.full_gradients()) {  // mixed precision: accumulate in S
       for (std::size_t k = 0; k < u.padded; ++k)
@@ -173,7 +176,7 @@ class UnitStore {
   }
 
   // Waits for every reduction: afterwards reduced_grads() holds the DP-summed gradients.
-  void finish_reduction() {
+  void finish_gradient_reduction() {
     for (Pending& p : pending_) {
       p.request.wait();
       if (p.done) p.done();

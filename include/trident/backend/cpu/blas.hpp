@@ -3,7 +3,7 @@
 // GEMM). backend::gemm calls it for float and double; every other type stays on Eigen.
 //
 // Threads: a BLAS library runs its own thread pool (OpenBLAS pthread or OpenMP, BLIS OpenMP);
-// configure_threads (core/threads.hpp) gives it the rank's thread count, one per rank when the
+// configure_threads (threads.hpp) gives it the rank's thread count, one per rank when the
 // ranks fill the cores.
 #pragma once
 

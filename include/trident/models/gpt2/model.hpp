@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "../../model/decoder_stage.hpp"
+#include "../../nn/flops.hpp"
 #include "block.hpp"
 #include "embedding.hpp"
 #include "head.hpp"
@@ -35,17 +36,20 @@ class Model {
   }
   // The LM head's weight is the word embedding (Press & Wolf 2017).
   std::vector<Tie> ties(int virtual_stages) const { return {tie("wte", 0, virtual_stages - 1)}; }
-  plan::StageCosts stage_costs() const { return plan::stage_costs(model_spec(c_)); }
+  pp::StageCosts stage_costs() const {
+    return {nn::gpt_layer_forward_flops(c_.seq, c_.hidden, 1), 0.0,
+            nn::lm_head_forward_flops(c_.seq, c_.hidden, c_.vocab, 1)};
+  }
 
   void validate(const ModelRun& run) const {
     auto s = [](long long v) { return std::to_string(v); };
     c_.validate();
     validate_tensor_parallel(c_, run.tp, run.sequence_parallel);
-    // the widest activation of a microbatch: logits (V), the MLP (4C) or attention scores (H T)
-    const long long rows = run.rows, T = c_.seq,
-                    wide = std::max({1LL * c_.vocab, 4LL * c_.hidden, 1LL * c_.heads * T});
-    require(rows * T * wide <= Config::kMaxElements,
-            "a microbatch's activations (" + s(rows) + " sequences x " + s(T) + " tokens x " +
+    // the widest activation of a microbatch: logits (V), the MLP (4C) or attention scores (H seq)
+    const long long rows = run.rows, seq = c_.seq,
+                    wide = std::max({1LL * c_.vocab, 4LL * c_.hidden, 1LL * c_.heads * seq});
+    require(rows * seq * wide <= Config::kMaxElements,
+            "a microbatch's activations (" + s(rows) + " sequences x " + s(seq) + " tokens x " +
                 s(wide) + ") have more than 2^31 - 1 elements");
   }
   ModelDescription describe() const {

@@ -1,5 +1,5 @@
 // trident/models/gpt2/params.hpp: GPT-2's parameters, by Hugging Face GPT-2 name, grouped into
-// units (model/params.hpp).
+// units (zero/params.hpp).
 //
 // Names and layouts are GPT-2's state dict (weights stored [in, out], as its Conv1D), so
 // weights move to and from PyTorch without renaming. Placements over TP are Megatron's
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "../../model/params.hpp"
+#include "../../zero/params.hpp"
 #include "config.hpp"
 
 namespace trident::gpt2 {
@@ -83,7 +83,7 @@ inline std::vector<UnitSpec> all_units(const Config& c) {
   return units;
 }
 
-// GPT-2's initialisation (Radford et al. 2019, §2.3; model/init.hpp): weights normal(0, 0.02),
+// GPT-2's initialisation (Radford et al. 2019, §2.3; nn/init.hpp): weights normal(0, 0.02),
 // the residual projections scaled by 1/sqrt(2 L), biases zero, LayerNorm gains one.
 inline double initial_value(const Config& c, const ParamSpec& p, std::uint64_t index) {
   return trident::initial_value(p.init, c.seed, p.name, index, c.layers);

@@ -1,9 +1,10 @@
-// trident/model/params.hpp: a model's parameters as the training machinery sees them, for any
+// trident/zero/params.hpp: a model's parameters as the training machinery sees them, for any
 // model — each parameter's name, global shape, placement over tensor parallelism, initialiser
 // and weight decay, grouped into units and laid out on one tensor-parallel rank.
 //
-// A unit is the granule of ZeRO (zero/): a group of parameters stored in one flat buffer,
-// partitioned over DP, gathered and reduced together. A model declares its units per virtual
+// A unit is the granule of ZeRO (unit_store.hpp): a group of parameters stored in one flat
+// buffer, partitioned over DP, gathered and reduced together; hence this header sits in zero/,
+// below the models that declare units (ARCHITECTURE §3, §4). A model declares its units per virtual
 // stage (model/model.hpp); the names are the model's own (they key checkpoints and weight files).
 #pragma once
 
@@ -11,8 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "../nn/init.hpp"
 #include "../tensor/sharded_tensor.hpp"
-#include "init.hpp"
 
 namespace trident {
 
@@ -67,7 +68,7 @@ inline UnitLayout layout_unit(const UnitSpec& unit, int tp_size, int tp_rank) {
 }
 
 // Writes the initial values of this rank's block of every parameter into `out` (unit numel):
-// initial_value(spec, global element index) -> double, a pure function (model/init.hpp).
+// initial_value(spec, global element index) -> double, a pure function (nn/init.hpp).
 template <class T, class InitialValue>
 void initialise_unit(const UnitLayout& u, InitialValue&& initial_value, T* out) {
   for (const LocalParam& p : u.params)

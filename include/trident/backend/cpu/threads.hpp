@@ -1,5 +1,5 @@
-// trident/core/threads.hpp: how many OpenMP threads (and Eigen and BLAS GEMM threads) each rank
-// uses.
+// trident/backend/cpu/threads.hpp: how many OpenMP threads (and Eigen and BLAS GEMM threads) each
+// rank uses.
 //
 // Default: the cores of the node divided by the ranks on the node, at least 1, so that
 // `mpiexec -n 2` on 2 cores runs one thread per rank. OMP_NUM_THREADS overrides the default;
@@ -16,21 +16,11 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#include "../backend/cpu/blas.hpp"
-#include "../detail/eigen.hpp"
-
-#include "comm.hpp"
+#include "../../core/comm.hpp"
+#include "../../detail/eigen.hpp"
+#include "blas.hpp"
 
 namespace trident {
-
-// Ranks of `comm` that share this node's memory (MPI_COMM_TYPE_SHARED).
-inline Comm node_comm(const Comm& comm) {
-  MPI_Comm node = MPI_COMM_NULL;
-  check_mpi(
-      MPI_Comm_split_type(comm.get(), MPI_COMM_TYPE_SHARED, comm.rank(), MPI_INFO_NULL, &node),
-      "MPI_Comm_split_type");
-  return Comm::own(node, "node");
-}
 
 inline int cores_available() {
   cpu_set_t set;
