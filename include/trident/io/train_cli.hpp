@@ -15,7 +15,7 @@
 #include "../core/environment.hpp"
 #include "../core/fault.hpp"
 #include "../core/request.hpp"
-#include "../core/threads.hpp"
+#include "../backend/cpu/threads.hpp"
 #include "../data/tokens.hpp"
 #include "../train/trainer.hpp"
 #include "cli.hpp"

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "../model/init.hpp"
+#include "../core/random.hpp"
 #include "evaluate.hpp"
 
 namespace trident {

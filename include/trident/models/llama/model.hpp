@@ -34,10 +34,10 @@ class Model {
     return llama::initial_value(c_, p, index);
   }
   std::vector<Tie> ties(int) const { return {}; }  // the LM head is its own tensor
-  // Forward GEMM FLOPs of one sequence (plan/balance.hpp), 2 per multiply-add: per token
+  // Forward GEMM FLOPs of one sequence (pp/balance.hpp), 2 per multiply-add: per token
   // 2 C (H + 2 KV) D (q, k, v) + 2 H D C (o) + 2 C 2F (gate, up) + 2 F C (down) + 4 T H D
   // (scores and their product with v), and the LM head's 2 C V.
-  plan::StageCosts stage_costs() const {
+  pp::StageCosts stage_costs() const {
     const double T = c_.seq, C = c_.hidden, D = c_.head_size(), H = c_.heads, KV = c_.kv_heads,
                  F = c_.ffn(), V = c_.vocab;
     const double layer = T * (2 * C * (H + 2 * KV) * D + 2 * H * D * C + 6 * C * F + 4 * T * H * D);

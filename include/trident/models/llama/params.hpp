@@ -1,5 +1,5 @@
 // trident/models/llama/params.hpp: the Llama-style decoder's parameters, grouped into units
-// (model/params.hpp).
+// (zero/params.hpp).
 //
 // Names follow Hugging Face's Llama state dict without its "model." prefix; weights are stored
 // [in, out] (nn/linear.hpp), the transpose of PyTorch's nn.Linear. Placements over TP are
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "../../model/params.hpp"
+#include "../../zero/params.hpp"
 #include "config.hpp"
 
 namespace trident::llama {
@@ -54,7 +54,7 @@ inline UnitSpec block_unit(const Config& c, int layer) {
 }
 
 // Weights normal(0, 0.02), the residual projections (o, down) scaled by 1/sqrt(2 L) as GPT-2's
-// (Radford et al. 2019, §2.3), RMSNorm gains one (model/init.hpp).
+// (Radford et al. 2019, §2.3), RMSNorm gains one (nn/init.hpp).
 inline double initial_value(const Config& c, const ParamSpec& p, std::uint64_t index) {
   return trident::initial_value(p.init, c.seed, p.name, index, c.layers);
 }
