@@ -16,9 +16,9 @@
 // The sizes are chosen so that the link, not these 2 cores, orders the four (the defaults below
 // say how). The link is 100 Mbit/s rather than 1 Gbit/s so that a node computes about as much
 // per byte of its link as a DGX A100 node does (the example prints both ratios: 5300-6400
-// FLOP/byte measured here, a DGX A100's 7488); at 1 Gbit/s these cores would compute ten times less
-// per byte than a real cluster, and compute, not the link, would order the meshes that cross only
-// with PP.
+// FLOP/byte measured here, a DGX A100's 7488); at 1 Gbit/s these cores would compute ten times
+// less per byte than a real cluster, compute and the scheduling of 8 ranks on 2 cores would weigh
+// as much as the link, and the rounds would not tell the four apart (examples/README.md, 6).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
