@@ -73,7 +73,7 @@ inline std::vector<std::vector<long long>> axis_groups(const MeshShape& s, char 
 // from each rank's bytes per axis (`ranks`, world rank order: RunReport's formula, or the cost
 // model's). DP: ZeRO-0 an all-reduce of Psi; else reduce-scatters (once, or per microbatch) and
 // all-gathers (the rest). emb: the tied embedding's all-reduce between first and last stage.
-inline AxisFigures inter_node_bytes(const TrainOptions& o, const std::vector<RankFigures>& ranks,
+inline AxisFigures inter_node_bytes(const gpt2::Options& o, const std::vector<RankFigures>& ranks,
                                     const Precision& p, const InterNode& nodes) {
   const MeshShape& s = o.mesh;
   AxisFigures x;
@@ -106,14 +106,18 @@ inline AxisFigures inter_node_bytes(const TrainOptions& o, const std::vector<Ran
 }
 
 // The link between two nodes as MPI sees it: each rank of node 0 exchanges a buffer with its
-// counterpart on node 1, all pairs at once, both ways, for 1, 4 and 16 MiB (up to a second of the
-// link at 1 Gbit/s, so that a loaded machine's hiccups stay small next to it); seconds = latency
-// + (bytes each way, all pairs) / bandwidth, fitted (the slowest rank, median of 5). Collective
+// counterpart on node 1, all pairs at once, both ways, for three sizes a factor 4 apart, the
+// largest up to 0.6 s of the link at its nominal `link_bytes_per_s` (16 MiB a pair at
+// 1 Gbit/s), so that a loaded machine's hiccups stay small next to it; seconds = latency +
+// (bytes each way, all pairs) / bandwidth, fitted (the slowest rank, median of 5). Collective
 // over `world`, 2 nodes of ranks_per_node ranks.
-inline LinearFit measure_link(const Comm& world, const InterNode& nodes) {
+inline LinearFit measure_link(const Comm& world, const InterNode& nodes, double link_bytes_per_s) {
   const int n = nodes.ranks_per_node, partner = (world.rank() + n) % (2 * n);
+  std::size_t largest = std::size_t(1) << 16;
+  while (double(largest) * 2 * n <= 0.6 * link_bytes_per_s && largest < (std::size_t(1) << 24))
+    largest *= 2;
   std::vector<double> bytes, seconds;
-  for (std::size_t size : {std::size_t(1) << 20, std::size_t(1) << 22, std::size_t(1) << 24}) {
+  for (std::size_t size : {largest / 16, largest / 4, largest}) {
     std::vector<char> out(size, 1), in(size);
     seconds.push_back(detail::time_together(world, 5, [&] {
       Request r = world.irecv(Span<char>(in), partner, 7);
@@ -129,7 +133,7 @@ inline LinearFit measure_link(const Comm& world, const InterNode& nodes) {
 // cross nodes priced on the link instead: its calibrated latency, and the link's bytes/s each
 // way shared by all the axis' groups that make the call at once (their crossing bytes, half
 // each way for a collective, over the call's CommStats bytes).
-inline Machine over_link(Machine m, const TrainOptions& o, const InterNode& nodes,
+inline Machine over_link(Machine m, const gpt2::Options& o, const InterNode& nodes,
                          double link_bytes_per_s) {
   if (!m.measured) return m;
   const MeshShape& s = o.mesh;

@@ -70,16 +70,18 @@ inline LayerShape layer_shape(const gpt2::Options& o) {
 // run's own compute between two of them (a microbatch's compute over the calls it waits for). That
 // gap is capped at 20 ms to keep the calibration to seconds: a rank waits longer for group members
 // the scheduler has not run after longer compute, so runs with fewer, longer gaps (pipelines
-// without TP) come out somewhat under-predicted. Collective; a few seconds.
+// without TP) come out somewhat under-predicted. Calls whose groups span nodes are measured up
+// to `largest_crossing` bytes (calibrate.hpp's measure_calls). Collective; a few seconds.
 inline Calibration calibrate_run(const Comm& world, const gpt2::Options& o, const Precision& p,
-                                 const Calibration* previous = nullptr) {
+                                 const Calibration* previous = nullptr,
+                                 std::size_t largest_crossing = std::size_t(4) << 20) {
   double working_set = 0;  // the largest stage's model states and activations, bytes per rank
   for (int stage = 0; stage < o.mesh.pp; ++stage)
     working_set = std::max(
         working_set, stage_model_states(o, stage, p).total() + stage_activation_bytes(o, stage, p));
   Calibration c = calibrate_compute(world, layer_shape(o), working_set);
   if (previous) c.calls = previous->calls;
-  measure_calls(world, c.calls, after_calls(o), c.gemm_flops, 0);
+  measure_calls(world, c.calls, after_calls(o), c.gemm_flops, 0, largest_crossing);
   // count the waits of a microbatch: every loop call one second, every other cost nothing
   Calibration count = c;
   for (auto& call : count.calls) call.second = LinearFit{};
@@ -90,7 +92,7 @@ inline Calibration calibrate_run(const Comm& world, const gpt2::Options& o, cons
     gap = std::min(gap, compute / std::max(1.0, st.microbatch_s - compute));
   }
   c.gap_s = gap;
-  measure_calls(world, c.loop_calls, loop_calls(o), c.gemm_flops, gap);
+  measure_calls(world, c.loop_calls, loop_calls(o), c.gemm_flops, gap, largest_crossing);
   return c;
 }
 
