@@ -7,9 +7,9 @@
 // across (only the pipeline's activations and the tied embedding's gradient cross); TP2-PP2-DP2
 // (the same, half the activations); TP8 spanning the link (every layer's all-reduces cross). Each
 // is measured (step time; bytes through the nodes' network interfaces, core/wire.hpp) in rounds,
-// one step of each configuration per round, and predicted by the cost model (plan/predict.hpp)
+// one step of each configuration per round, and predicted by the cost model (costmodel/predict.hpp)
 // with the calls that cross nodes priced on the link's bandwidth as MPI gets it here
-// (plan/inter_node.hpp's measure_link and over_link), side by side, with both rankings and
+// (costmodel/inter_node.hpp's measure_link and over_link), side by side, with both rankings and
 // whether they agree. Two configurations are told apart when every round of one was faster
 // than every round of the other.
 //
@@ -26,15 +26,18 @@
 #include <cstdlib>
 #include <fstream>
 #include <numeric>
+#include <trident/costmodel/inter_node.hpp>
+#include <trident/costmodel/measured.hpp>
 #include <trident/mesh/topology.hpp>
 #include <trident/models/gpt2/cli.hpp>
 #include <trident/plan/cluster.hpp>
-#include <trident/plan/inter_node.hpp>
-#include <trident/plan/measured.hpp>
 #include <trident/trident.hpp>
 
+#include "comparison.hpp"
+
 using namespace trident;
-using namespace trident::plan;
+using namespace trident::costmodel;
+using namespace trident::examples;
 
 namespace {
 
@@ -100,7 +103,8 @@ void print(const std::vector<Row>& rows, double link_bps, int steps) {
       "rate as MPI measured it, shared by their groups); rank: fastest = 1, measured / predicted; "
       "inter-node MB per step, all nodes, both directions: measured (the nodes' interfaces: "
       "payload, headers, TCP acks) / predicted (the model's bytes per rank, as MPICH's algorithms "
-      "move them, plan/inter_node.hpp); link s: predicted MB each way / the link's rate; nominal: "
+      "move them, costmodel/inter_node.hpp); link s: predicted MB each way / the link's rate; "
+      "nominal: "
       "the step predicted with the link at its nominal %.3g bit/s\n",
       steps, link_bps);
   std::printf(
@@ -181,7 +185,7 @@ double load_average() {
 int main(int argc, char** argv) {
   return run_main(argc, argv, [](int argc, char** argv) {
     const Comm world = Comm::world();
-    // Sized so that the link orders the four, by its bytes per step (plan/inter_node.hpp; N
+    // Sized so that the link orders the four, by its bytes per step (costmodel/inter_node.hpp; N
     // tokens, Psi parameters, 4-byte floats, both directions): ZeRO-3 7.5 Psi x 4 (two
     // all-gathers and a reduce-scatter of every parameter); TP8 2 (4L + 2) N C x 4 (4 all-reduces
     // a layer, the embedding's and the head's, each 2 n across); TP4-PP2 8 N C x 4 (each TP rank
@@ -190,7 +194,7 @@ int main(int argc, char** argv) {
     // activations, so TP4-PP2 sends about twice TP2-PP2-DP2's bytes; N = 24 x 64 = 1536 keeps TP8's
     // under half of ZeRO-3's; C = 384, L = 2 (3.7 M parameters) keeps a step's compute under a
     // second here.
-    gpt2::Config model = plan::comparison_model();
+    gpt2::Config model = comparison_model();
     model.vocab = 256, model.seq = 64, model.layers = 2, model.hidden = 384;
     int batch = 24, steps = 3;
     CLI::App app{"ZeRO-3 next to 3D parallelism on 2 emulated nodes x 4 ranks and a slow link."};

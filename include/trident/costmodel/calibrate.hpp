@@ -1,4 +1,4 @@
-// trident/plan/calibrate.hpp: this machine's rates, measured, for the cost model of trident's
+// trident/costmodel/calibrate.hpp: this machine's rates, measured, for the cost model of trident's
 // own runs (predict.hpp).
 //
 // The planner's ClusterSpec is a datasheet. To predict a trident step on this machine the cost
@@ -36,7 +36,7 @@
 #include "../optim/adamw.hpp"
 #include "../tensor/matrix.hpp"
 
-namespace trident::plan {
+namespace trident::costmodel {
 
 // seconds = latency + bytes / bandwidth (least squares over the measured sizes).
 struct LinearFit {
@@ -313,4 +313,4 @@ inline void measure_calls(const Comm& world, Calibration::Calls& known,
     }
 }
 
-}  // namespace trident::plan
+}  // namespace trident::costmodel

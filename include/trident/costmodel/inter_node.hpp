@@ -1,4 +1,4 @@
-// trident/plan/inter_node.hpp: the bytes of a run that cross the links between nodes, and the
+// trident/costmodel/inter_node.hpp: the bytes of a run that cross the links between nodes, and the
 // cost model's calls priced on such a link.
 //
 // Ranks sit on nodes in order, `ranks_per_node` each, with rank = tp + TP * (dp + DP * pp)
@@ -17,11 +17,14 @@
 
 #include <vector>
 
+#include "../plan/communication.hpp"
 #include "../train/report.hpp"
-#include "communication.hpp"
 #include "predict.hpp"
 
-namespace trident::plan {
+namespace trident::costmodel {
+
+// the paper planner's formulas, shapes and presets, which this model builds on
+using namespace plan;
 
 struct InterNode {
   int ranks_per_node = 1;
@@ -38,7 +41,7 @@ struct InterNode {
       if (op == CommOp::reduce_scatter)
         for (std::size_t j = 0; j < g; ++j) x += apart(i, j) * bytes / double(g);
       if (op == CommOp::all_gather && bytes >= 512 * 1024)
-        x += apart(i, (i + 1) % g) * double(g - 1) / double(g) * bytes;
+        x += apart(i, (i + 1) % g) * ring_gather_bytes(bytes, int(g));
       for (std::size_t d = 1; d < g; d *= 2) {  // the recursive steps, partner at distance d
         if (op == CommOp::all_gather && bytes < 512 * 1024) x += apart(i, i ^ d) * d * bytes / g;
         if (op == CommOp::all_reduce) x += apart(i, i ^ d) * (bytes > 2048 ? bytes / d : bytes);
@@ -159,4 +162,4 @@ inline Machine over_link(Machine m, const gpt2::Options& o, const InterNode& nod
   return m;
 }
 
-}  // namespace trident::plan
+}  // namespace trident::costmodel

@@ -1,12 +1,10 @@
-// trident/plan/measured.hpp: a trident run measured the way the cost model predicts it —
+// trident/costmodel/measured.hpp: a trident run measured the way the cost model predicts it —
 // memory per rank by kind (MemoryStats), bytes per step per axis (CommStats), the step time and
-// the pipeline bubble; this machine calibrated for the run (calibrate.hpp); and the
-// configurations that examples/zero_vs_3d and bench/predict compare on 8 ranks.
+// the pipeline bubble; and this machine calibrated for the run (calibrate.hpp).
 #pragma once
 
 #include <algorithm>
 #include <array>
-#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -14,7 +12,10 @@
 #include "../train/report.hpp"
 #include "predict.hpp"
 
-namespace trident::plan {
+namespace trident::costmodel {
+
+// the paper planner's formulas, shapes and presets, which this model builds on
+using namespace plan;
 
 struct MeasuredRun {
   RunReport report;   // per rank (world rank 0): memory by kind, traffic per axis, bubble
@@ -96,49 +97,4 @@ inline Calibration calibrate_run(const Comm& world, const gpt2::Options& o, cons
   return c;
 }
 
-struct NamedRun {
-  std::string name;  // "ZeRO-3 DP8"
-  gpt2::Options options;
-};
-
-// The model and global batch the comparison below uses by default (L=8, C=256, H=8, V=4096,
-// T=128; 16 sequences).
-inline gpt2::Config comparison_model() {
-  return {4096, 128, 8, 256, 8, 1337};
-}
-inline constexpr int kComparisonBatch = 16;
-
-// One run per shape: a mesh and its ZeRO stage, 1F1B with m = 2 PP microbatches when PP > 1.
-struct RunShape {
-  const char* name;
-  MeshShape mesh;
-  int zero;
-};
-inline std::vector<NamedRun> named_runs(const gpt2::Config& model, int batch,
-                                        std::initializer_list<RunShape> shapes) {
-  std::vector<NamedRun> runs;
-  for (const RunShape& s : shapes) {
-    gpt2::Options o;
-    o.model = model;
-    o.mesh = s.mesh;
-    o.zero.stage = s.zero;
-    o.schedule = pp::ScheduleKind::one_f_one_b;
-    o.microbatches = s.mesh.pp > 1 ? 2 * s.mesh.pp : 1;
-    o.batch = batch;
-    runs.push_back({s.name, o});
-  }
-  return runs;
-}
-
-// The comparison of examples/zero_vs_3d on 8 ranks, one model: pure ZeRO-3 over DP = 8, and
-// 3D meshes with ZeRO-1.
-inline std::vector<NamedRun> comparison_runs(const gpt2::Config& model, int batch) {
-  return named_runs(model, batch,
-                    {{"ZeRO-3 DP8", {1, 1, 8}, 3},
-                     {"TP2-PP2-DP2 ZeRO-1", {2, 2, 2}, 1},
-                     {"TP2-DP4 ZeRO-1", {2, 1, 4}, 1},
-                     {"PP2-DP4 ZeRO-1", {1, 2, 4}, 1},
-                     {"TP4-DP2 ZeRO-1", {4, 1, 2}, 1}});
-}
-
-}  // namespace trident::plan
+}  // namespace trident::costmodel
