@@ -53,11 +53,10 @@ ModelStates model_state_formula(Trainer<M, T, S>& t) {
 //  PP: b s h (b s h / t under SP) per microbatch per stage boundary, forward and backward
 //    (none when PP = 1: the virtual stages of one rank hand over in memory).
 //  DP (ZeRO paper §7.2, plan::zero_dp_bytes): stage 0 all-reduce of Psi; 1: reduce-scatter +
-//  all-gather of Psi;
-//    2: reduce-scatter (per microbatch: m times) + all-gather; 3: reduce-scatter, and each
-//    unit gathered as often as the stage reads it (UnitLayout's forward_reads, backward_reads:
-//    the embedding's backward needs no parameters; a tied unit read by the embedding and the
-//    head of one stage is gathered twice).
+//    all-gather of Psi; 2: reduce-scatter (per microbatch: m times) + all-gather;
+//    3: reduce-scatter, and each unit gathered as often as the stage reads it (UnitLayout's
+//    forward_reads, backward_reads: the embedding's backward needs no parameters; a tied unit
+//    read by the embedding and the head of one stage is gathered twice).
 //  emb: each tied parameter's gradient whose copies are on two ranks (the part this rank
 //    holds), once per step.
 template <class M, class T, class S>
