@@ -21,7 +21,6 @@
 
 #include <trident/models/gpt2/gpt2.hpp>
 #include <trident/plan/compute.hpp>
-#include <trident/plan/trident_memory.hpp>
 
 namespace bench {
 

@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <string>
 #include <trident/models/gpt2/cli.hpp>
+#include <trident/plan/formulas.hpp>
 #include <trident/trident.hpp>
 #include <vector>
 
@@ -155,10 +156,12 @@ Timing measure(const std::string& op, std::size_t elements, double seconds, cons
   return t;
 }
 
-// nccl-tests' bus bandwidth, GB/s.
+// nccl-tests' bus bandwidth, GB/s: the bytes a rank sends through a ring, per second.
 double bus_bandwidth(const std::string& op, std::size_t bytes, double seconds, int n) {
-  const double factor = op == "broadcast" ? 1.0 : (op == "all_reduce" ? 2.0 : 1.0) * (n - 1) / n;
-  return static_cast<double>(bytes) / seconds * factor / 1e9;
+  const double b = static_cast<double>(bytes);
+  if (op == "broadcast") return b / seconds / 1e9;
+  return (op == "all_reduce" ? plan::ring_all_reduce_bytes(b, n) : plan::ring_gather_bytes(b, n)) /
+         seconds / 1e9;
 }
 
 }  // namespace

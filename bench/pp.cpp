@@ -30,6 +30,7 @@
 // ZB-H1, each next to the single process in the same run.
 #include <CLI/CLI.hpp>
 #include <trident/models/gpt2/cli.hpp>
+#include <trident/plan/formulas.hpp>
 #include <trident/trident.hpp>
 
 #include "bench_util.hpp"
@@ -113,8 +114,8 @@ void zero_bubble_row(const Comm& world, int vocab, int m, int steps) {
   for (int n : layer_split(t[0]->options()))
     layers += (layers.empty() ? "" : "+") + std::to_string(n);
   std::printf("%5d %4d %7s | %9.3f %9.3f | %9.3f %9.3f | %6.2f |", vocab, m, layers.c_str(),
-              median(bubble[0]), double(p - 1) / (m + p - 1), median(bubble[1]),
-              double(p - 1) / (3 * m + p - 1), median(bubble[1]) / median(bubble[0]));
+              median(bubble[0]), plan::bubble_share(p, m), median(bubble[1]),
+              plan::zb_h1_bubble_share(p, m), median(bubble[1]) / median(bubble[0]));
   for (int r = 0; r < p; ++r)
     std::printf(" %5.1f/%-5.1f", peaks[2 * r] / MiB, peaks[2 * r + 1] / MiB);
   std::printf("\n");
@@ -155,7 +156,7 @@ int main(int argc, char** argv) {
                   "-formula", "work", "(formula)", "spans", "-formula", "check");
     }
     for (int m : steps > 0 ? std::vector<int>{1, 2, 4, 8, 16} : std::vector<int>{}) {
-      const double formula = double(p - 1) / (m + p - 1);
+      const double formula = plan::bubble_share(p, m);
       const double work_formula = 1 - std::min(1.0, double(p) * m / (c * (m + p - 1.0)));
       Bubble b[2];
       for (int k = 0; k < 2; ++k) {

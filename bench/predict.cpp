@@ -1,24 +1,27 @@
-// bench/predict: the cost model's step time (plan/predict.hpp, calibrated on this machine by
-// plan/calibrate.hpp) next to the measured step time of the same runs, with their ratio.
+// bench/predict: the cost model's step time (costmodel/predict.hpp, calibrated on this machine by
+// costmodel/calibrate.hpp) next to the measured step time of the same runs, with their ratio.
 //
 //   mpiexec -n 8 ./bench_predict [--steps 3] [--layers 8 --hidden 256 --heads 8 --vocab 4096
 //                                 --seq 128 --batch 16]
 //
-// The runs are examples/zero_vs_3d's five 8-rank configurations of one model (plan/measured.hpp).
-// Each is calibrated right before it runs, on all ranks at once (the oversubscription of the
-// run itself: see calibrate.hpp): GEMM FLOP/s and the other kernels at its shapes, its calls
-// inside the microbatch loop after its own compute between calls ("gap"), the calls after the
-// loop after a short compute (measured once, for the first run that makes them). Measured: the
-// mean over --steps steps (after one warm-up step) of the slowest rank's step.
+// The runs are examples/zero_vs_3d's five 8-rank configurations of one model
+// (examples/comparison.hpp). Each is calibrated right before it runs, on all ranks at once (the
+// oversubscription of the run itself: see calibrate.hpp): GEMM FLOP/s and the other kernels at its
+// shapes, its calls inside the microbatch loop after its own compute between calls ("gap"), the
+// calls after the loop after a short compute (measured once, for the first run that makes them).
+// Measured: the mean over --steps steps (after one warm-up step) of the slowest rank's step.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <trident/costmodel/measured.hpp>
+#include <trident/costmodel/predict.hpp>
 #include <trident/models/gpt2/cli.hpp>
-#include <trident/plan/measured.hpp>
-#include <trident/plan/predict.hpp>
 #include <trident/trident.hpp>
 
+#include "../examples/comparison.hpp"
+
 using namespace trident;
-using namespace trident::plan;
+using namespace trident::costmodel;
+using namespace trident::examples;
 
 namespace {
 void print_fits(const char* what, const Calibration::Calls& calls) {
@@ -33,8 +36,8 @@ void print_fits(const char* what, const Calibration::Calls& calls) {
 int main(int argc, char** argv) {
   return run_main(argc, argv, [](int argc, char** argv) {
     const Comm world = Comm::world();
-    gpt2::Config model = plan::comparison_model();
-    int batch = plan::kComparisonBatch, steps = 3;
+    gpt2::Config model = comparison_model();
+    int batch = kComparisonBatch, steps = 3;
     CLI::App app{"Predicted (calibrated cost model) vs measured step time of zero_vs_3d's runs."};
     add_model_options(app, model);
     app.add_option("--batch", batch, "sequences per step")->capture_default_str();

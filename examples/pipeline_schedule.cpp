@@ -16,6 +16,7 @@
 #include <string>
 #include <trident/io/chrome_trace.hpp>
 #include <trident/models/gpt2/cli.hpp>
+#include <trident/plan/formulas.hpp>
 #include <trident/pp/simulate.hpp>
 #include <trident/pp/svg.hpp>
 #include <trident/trident.hpp>
@@ -88,9 +89,9 @@ int main(int argc, char** argv) {
         std::printf(
             "bubble fraction, idle / (p * makespan): simulated %.4f, (p-1)/(v m + p-1) = "
             "%.4f\n",
-            sim.bubble_fraction, double(p - 1) / (v * m + p - 1));
+            sim.bubble_fraction, plan::bubble_share(p, m, v));
         std::printf("bubble time / ideal time:              simulated %.4f, (p-1)/(v m) = %.4f%s\n",
-                    (sim.makespan - ideal) / ideal, double(p - 1) / (v * m),
+                    (sim.makespan - ideal) / ideal, plan::bubble_fraction(p, m, v),
                     costs.p2p > 0 ? "  (the formulas assume p2p = 0)" : "");
       }
       std::printf("peak in-flight microbatch-chunks (activations held) per stage:");

@@ -109,9 +109,9 @@ void explain(const Candidate& best, const ClusterSpec& cl) {
         "- TP=%d runs %s: %d all-reduces of b*s*h per layer per microbatch, %.0f GB per "
         "GPU per step, %.2f s at %.0f GB/s; over the %.0f GB/s network they would take "
         "%.1f s.\n",
-        c.tp, where(e.crosses_nodes.tp), tp_all_reduces_per_layer(c.recompute), gb(e.comm_bytes.tp),
-        e.tp_s, gb(link_bandwidth(cl, e.crosses_nodes.tp)), gb(cl.inter_node_bw),
-        e.comm_bytes.tp / cl.inter_node_bw);
+        c.tp, where(e.crosses_nodes.tp), tp_all_reduces_per_layer(c.recompute == Recompute::full),
+        gb(e.comm_bytes.tp), e.tp_s, gb(link_bandwidth(cl, e.crosses_nodes.tp)),
+        gb(cl.inter_node_bw), e.comm_bytes.tp / cl.inter_node_bw);
   if (c.pp > 1)
     std::printf(
         "- PP=%d runs %s, but sends only one activation (b*s*h/t) per microbatch per "

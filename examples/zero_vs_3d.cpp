@@ -4,8 +4,8 @@
 //
 // One GPT on 8 ranks, five ways: pure ZeRO-3 over DP = 8, and TP2-PP2-DP2 (1F1B), TP2-DP4,
 // PP2-DP4, TP4-DP2 with ZeRO-1. Each is run and measured (MemoryStats, CommStats, the step's
-// clock) and predicted by the cost model calibrated on this machine (plan/calibrate.hpp,
-// plan/predict.hpp), side by side: memory per rank, bytes per step per axis, step time and
+// clock) and predicted by the cost model calibrated on this machine (costmodel/calibrate.hpp,
+// costmodel/predict.hpp), side by side: memory per rank, bytes per step per axis, step time and
 // bubble. Then the same formulas for GPT-3 175B on 1024 A100s, 8 per node. One SVG bar chart of
 // memory per rank by kind per configuration, and one of all five, go to --svg-dir.
 #include <CLI/CLI.hpp>
@@ -14,14 +14,17 @@
 #include <cstdio>
 #include <fstream>
 #include <limits>
+#include <trident/costmodel/measured.hpp>
+#include <trident/costmodel/predict.hpp>
 #include <trident/io/bar_chart_svg.hpp>
 #include <trident/models/gpt2/cli.hpp>
-#include <trident/plan/measured.hpp>
-#include <trident/plan/predict.hpp>
 #include <trident/trident.hpp>
 
+#include "comparison.hpp"
+
 using namespace trident;
-using namespace trident::plan;
+using namespace trident::costmodel;
+using namespace trident::examples;
 
 namespace {
 
@@ -278,8 +281,8 @@ void write_charts(const std::vector<Result>& results, const std::string& dir) {
 int main(int argc, char** argv) {
   return run_main(argc, argv, [](int argc, char** argv) {
     const Comm world = Comm::world();
-    gpt2::Config model = plan::comparison_model();
-    int batch = plan::kComparisonBatch, steps = 3;
+    gpt2::Config model = comparison_model();
+    int batch = kComparisonBatch, steps = 3;
     std::string svg_dir = ".";
     CLI::App app{"ZeRO-3 next to 3D parallelism on one model and 8 ranks: measured and predicted."};
     add_model_options(app, model);

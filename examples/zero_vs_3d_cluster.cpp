@@ -1,17 +1,24 @@
 // examples/zero_vs_3d_cluster: with ZeRO, why do we still need 3D parallelism? Measured on a
 // cluster: 2 nodes of 4 ranks joined by a slow link (emulated on one machine, as root).
 //
-//   sh cmake/cluster.sh --nodes 2 --ranks-per-node 4 --link 1gbit -- ./zero_vs_3d_cluster
+//   sh cmake/cluster.sh --nodes 2 --ranks-per-node 4 --link 100mbit -- ./zero_vs_3d_cluster
 //
-// One GPT (zero_vs_3d's, wider and shallower, on 256 tokens per step), four ways: pure ZeRO-3 over
-// DP = 8 (DP crosses the link); TP4 inside each node with PP2 across (only the pipeline's
-// activations cross); TP2-PP2-DP2 (the same); TP8 spanning the link (every layer's all-reduces
-// cross). Each is measured (step time; bytes through the nodes' network interfaces, core/wire.hpp)
-// in rounds, one step of each configuration per round, and predicted by the cost model
-// (plan/predict.hpp) with the calls that cross nodes priced on the link's bandwidth as MPI gets it
-// here (plan/inter_node.hpp's measure_link and over_link), side by side. Step times that differ
-// by less than the noise band (the largest spread of one configuration's rounds) are printed as
-// ties: the ranking claims only the order it measured.
+// One GPT four ways: pure ZeRO-3 over DP = 8 (DP crosses the link); TP4 inside each node with PP2
+// across (only the pipeline's activations and the tied embedding's gradient cross); TP2-PP2-DP2
+// (the same, half the activations); TP8 spanning the link (every layer's all-reduces cross). Each
+// is measured (step time; bytes through the nodes' network interfaces, core/wire.hpp) in rounds,
+// one step of each configuration per round, and predicted by the cost model (costmodel/predict.hpp)
+// with the calls that cross nodes priced on the link's bandwidth as MPI gets it here
+// (costmodel/inter_node.hpp's measure_link and over_link), side by side, with both rankings and
+// whether they agree. Two configurations are told apart when every round of one was faster
+// than every round of the other.
+//
+// The sizes are chosen so that the link, not these 2 cores, orders the four (the defaults below
+// say how). The link is 100 Mbit/s rather than 1 Gbit/s so that a node computes about as much
+// per byte of its link as a DGX A100 node does (the example prints both ratios: 5300-6400
+// FLOP/byte measured here, a DGX A100's 7488); at 1 Gbit/s these cores would compute ten times
+// less per byte than a real cluster, compute and the scheduling of 8 ranks on 2 cores would weigh
+// as much as the link, and the rounds would not tell the four apart (examples/README.md, 6).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
@@ -19,14 +26,18 @@
 #include <cstdlib>
 #include <fstream>
 #include <numeric>
+#include <trident/costmodel/inter_node.hpp>
+#include <trident/costmodel/measured.hpp>
 #include <trident/mesh/topology.hpp>
 #include <trident/models/gpt2/cli.hpp>
-#include <trident/plan/inter_node.hpp>
-#include <trident/plan/measured.hpp>
+#include <trident/plan/cluster.hpp>
 #include <trident/trident.hpp>
 
+#include "comparison.hpp"
+
 using namespace trident;
-using namespace trident::plan;
+using namespace trident::costmodel;
+using namespace trident::examples;
 
 namespace {
 
@@ -74,40 +85,42 @@ std::vector<int> ranking(const std::vector<Row>& rows, double Row::*by) {
   return order;
 }
 
-// Two measured step times are told apart when they differ by more than `band` of the faster:
-// the largest spread (slowest minus fastest round, over the mean) of any configuration's rounds.
-bool apart(double a, double b, double band) {
-  return std::abs(a - b) > band * std::min(a, b);
-}
-
-double noise_band(const std::vector<Row>& rows) {
-  double band = 0;
-  for (const Row& r : rows) band = std::max(band, (r.steps_max - r.steps_min) / r.measured_s);
-  return band;
+// a is measured faster than b: every round of a faster than every round of b
+bool faster(const Row& a, const Row& b) {
+  return a.steps_max < b.steps_min;
 }
 
 void print(const std::vector<Row>& rows, double link_bps, int steps) {
+  const std::vector<int> measured = ranking(rows, &Row::measured_s),
+                         predicted = ranking(rows, &Row::predicted_s);
+  std::vector<int> measured_rank(rows.size()), predicted_rank(rows.size());
+  for (std::size_t k = 0; k < rows.size(); ++k)
+    measured_rank[std::size_t(measured[k])] = int(k) + 1,
+    predicted_rank[std::size_t(predicted[k])] = int(k) + 1;
   std::printf(
-      "\nstep time, s: measured (mean of %d rounds, slowest rank) / predicted (the cost model "
-      "calibrated on these ranks, calls that cross nodes at the link's rate as MPI measured it, "
-      "shared by their groups); inter-node MB per step, all nodes, both directions: measured (the "
-      "nodes' "
-      "interfaces: payload, headers, TCP acks) / predicted (the model's bytes per rank, as "
-      "MPICH's algorithms move them, plan/inter_node.hpp); link s: predicted MB each way / the "
-      "link's rate; nominal: the step predicted with the link at its nominal %.3g bit/s\n",
+      "\nstep time, s: measured (mean of %d rounds, slowest rank; the fastest and slowest round) "
+      "/ predicted (the cost model calibrated on these ranks, calls that cross nodes at the link's "
+      "rate as MPI measured it, shared by their groups); rank: fastest = 1, measured / predicted; "
+      "inter-node MB per step, all nodes, both directions: measured (the nodes' interfaces: "
+      "payload, headers, TCP acks) / predicted (the model's bytes per rank, as MPICH's algorithms "
+      "move them, costmodel/inter_node.hpp); link s: predicted MB each way / the link's rate; "
+      "nominal: "
+      "the step predicted with the link at its nominal %.3g bit/s\n",
       steps, link_bps);
   std::printf(
-      "%-20s %-8s %10s %10s %6s | %10s %10s %6s | %7s | predicted: %7s %6s %6s %6s | %10s\n", "run",
-      "crosses", "measured", "predicted", "ratio", "wire MB", "predicted", "ratio", "link s",
-      "compute", "TP", "PP", "DP", "nominal");
-  for (const Row& r : rows)
+      "%-20s %-7s %8s %-13s %9s %6s %5s | %8s %9s %6s | %6s | predicted: %7s %6s %6s %6s | %7s\n",
+      "run", "crosses", "measured", "  (rounds)", "predicted", "ratio", "rank", "wire MB",
+      "predicted", "ratio", "link s", "compute", "TP", "PP", "DP", "nominal");
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
     std::printf(
-        "%-20s %-8s %10.3f %10.3f %6.2f | %10.2f %10.2f %6.3f | %7.3f | %18.3f %6.3f %6.3f "
-        "%6.3f | %10.3f\n",
-        r.name.c_str(), r.crosses.c_str(), r.measured_s, r.predicted_s,
-        r.predicted_s / r.measured_s, r.wire / kMB, r.wire_formula / kMB, r.wire / r.wire_formula,
-        r.link_s, r.slowest.compute_s, r.slowest.seconds.tp, r.slowest.seconds.pp,
-        r.slowest.seconds.dp, r.nominal_s);
+        "%-20s %-7s %8.3f (%5.2f-%5.2f) %9.3f %6.2f %2d/%-2d | %8.2f %9.2f %6.3f | %6.3f | %18.3f "
+        "%6.3f %6.3f %6.3f | %7.3f\n",
+        r.name.c_str(), r.crosses.c_str(), r.measured_s, r.steps_min, r.steps_max, r.predicted_s,
+        r.predicted_s / r.measured_s, measured_rank[i], predicted_rank[i], r.wire / kMB,
+        r.wire_formula / kMB, r.wire / r.wire_formula, r.link_s, r.slowest.compute_s,
+        r.slowest.seconds.tp, r.slowest.seconds.pp, r.slowest.seconds.dp, r.nominal_s);
+  }
   std::printf(
       "\nseconds per step inside each axis' calls and waits: measured (CommStats, slowest rank) / "
       "predicted (slowest stage)\n%-20s %15s %15s %15s\n",
@@ -116,48 +129,48 @@ void print(const std::vector<Row>& rows, double link_bps, int steps) {
     std::printf("%-20s %6.3f / %-6.3f %6.3f / %-6.3f %6.3f / %-6.3f\n", r.name.c_str(), r.axis_s[0],
                 r.slowest.seconds.tp, r.axis_s[1], r.slowest.seconds.pp, r.axis_s[2],
                 r.slowest.seconds.dp);
-  const double band = noise_band(rows);
-  const std::vector<int> measured = ranking(rows, &Row::measured_s);
-  std::string order;  // fastest first, '~' between neighbours within the noise band
-  for (std::size_t k = 0; k < measured.size(); ++k)
-    order +=
-        (k == 0                                                                        ? ""
-         : apart(rows[measured[k - 1]].measured_s, rows[measured[k]].measured_s, band) ? " < "
-                                                                                       : " ~ ") +
-        rows[measured[k]].name;
-  auto agrees = [&](double Row::*by, std::string& ties) {  // every pair measured apart, in order
-    int told = 0, same = 0;
-    ties.clear();
-    for (std::size_t a = 0; a < rows.size(); ++a)
-      for (std::size_t b = a + 1; b < rows.size(); ++b) {
-        if (!apart(rows[a].measured_s, rows[b].measured_s, band)) {
-          if (by == &Row::predicted_s)
-            ties += (ties.empty() ? "" : ", ") + rows[a].name + " ~ " + rows[b].name;
-          continue;
-        }
-        ++told;
-        same += (rows[a].measured_s < rows[b].measured_s) == (rows[a].*by < rows[b].*by);
-      }
-    return std::to_string(same) + " of the " + std::to_string(told) + " pairs measured apart";
-  };
-  auto names = [&](const std::vector<int>& order) {
+  // the rankings, fastest first: '<' where the neighbours were told apart, '~' where their
+  // rounds overlap
+  auto order = [&](const std::vector<int>& by, bool measured_order) {
     std::string s;
-    for (int i : order) s += (s.empty() ? "" : " < ") + rows[i].name;
+    for (std::size_t k = 0; k < by.size(); ++k) {
+      const Row &prev = rows[std::size_t(by[k > 0 ? k - 1 : 0])], &r = rows[std::size_t(by[k])];
+      s += (k == 0 ? "" : !measured_order || faster(prev, r) ? " < " : " ~ ") + r.name;
+    }
     return s;
   };
-  std::string ties, unused;
-  const std::string predicted = agrees(&Row::predicted_s, ties),
-                    at_nominal = agrees(&Row::nominal_s, unused);
-  std::printf(
-      "\nnoise band: %.0f%% (the largest spread of one configuration's %d steps, slowest minus "
-      "fastest over its mean); two step times closer than that are not told apart (~)\n"
-      "fastest first, measured:  %s\n"
-      "fastest first, predicted: %s (the same order for %s)\n"
-      "at the nominal link rate: %s (the same order for %s)\n"
-      "within the noise: %s\n",
-      100 * band, steps, order.c_str(), names(ranking(rows, &Row::predicted_s)).c_str(),
-      predicted.c_str(), names(ranking(rows, &Row::nominal_s)).c_str(), at_nominal.c_str(),
-      ties.empty() ? "none" : ties.c_str());
+  std::string against, overlap;  // pairs ordered against the prediction; pairs not told apart
+  int agree = 0, pairs = 0;
+  for (std::size_t a = 0; a < rows.size(); ++a)
+    for (std::size_t b = a + 1; b < rows.size(); ++b, ++pairs) {
+      const Row &x = rows[a], &y = rows[b];
+      const std::string pair = x.name + " / " + y.name;
+      if (!faster(x, y) && !faster(y, x))
+        overlap += (overlap.empty() ? "" : ", ") + pair;
+      else if (faster(x, y) != (x.predicted_s < y.predicted_s))
+        against += (against.empty() ? "" : ", ") + pair;
+      else
+        ++agree;
+    }
+  std::printf("\nfastest first, measured:  %s\nfastest first, predicted: %s\n",
+              order(measured, true).c_str(), order(predicted, false).c_str());
+  if (!against.empty())
+    std::printf(
+        "the predicted ranking does not match the measured one: measured in the other "
+        "order: %s\n",
+        against.c_str());
+  else if (!overlap.empty())
+    std::printf(
+        "the measurement does not tell the whole ranking: %d of the %d pairs measured "
+        "apart (every round of one faster than every round of the other), all in the "
+        "predicted order; rounds overlap: %s\n",
+        agree, pairs, overlap.c_str());
+  else
+    std::printf(
+        "the predicted ranking matches the measured one: all %d pairs measured apart "
+        "(every round of one faster than every round of the other), each in the "
+        "predicted order\n",
+        pairs);
 }
 
 double load_average() {
@@ -172,14 +185,18 @@ double load_average() {
 int main(int argc, char** argv) {
   return run_main(argc, argv, [](int argc, char** argv) {
     const Comm world = Comm::world();
-    // zero_vs_3d's model made wider (C = 768) and shallower (L = 4), on 16 sequences of 16
-    // tokens: 31.5 M parameters for 256 tokens a step, so that ZeRO-3's per-step parameter
-    // traffic (two all-gathers and a reduce-scatter of every parameter, plan/inter_node.hpp)
-    // outweighs the compute, as on a real cluster, whose accelerators compute far more per byte of
-    // link than these 2 cores
-    gpt2::Config model = plan::comparison_model();
-    model.layers = 4, model.hidden = 768, model.seq = 16;
-    int batch = plan::kComparisonBatch, steps = 3;
+    // Sized so that the link orders the four, by its bytes per step (costmodel/inter_node.hpp; N
+    // tokens, Psi parameters, 4-byte floats, both directions): ZeRO-3 7.5 Psi x 4 (two
+    // all-gathers and a reduce-scatter of every parameter); TP8 2 (4L + 2) N C x 4 (4 all-reduces
+    // a layer, the embedding's and the head's, each 2 n across); TP4-PP2 8 N C x 4 (each TP rank
+    // sends its copy of the activations) and TP2-PP2-DP2 4 N C x 4, both plus the tied embedding's
+    // gradient, 2 V C x 4. A byte vocabulary (V = 256) keeps that gradient small next to the
+    // activations, so TP4-PP2 sends about twice TP2-PP2-DP2's bytes; N = 24 x 64 = 1536 keeps TP8's
+    // under half of ZeRO-3's; C = 384, L = 2 (3.7 M parameters) keeps a step's compute under a
+    // second here.
+    gpt2::Config model = comparison_model();
+    model.vocab = 256, model.seq = 64, model.layers = 2, model.hidden = 384;
+    int batch = 24, steps = 3;
     CLI::App app{"ZeRO-3 next to 3D parallelism on 2 emulated nodes x 4 ranks and a slow link."};
     add_model_options(app, model);
     app.add_option("--batch", batch, "sequences per step (global batch)")->capture_default_str();
@@ -190,7 +207,7 @@ int main(int argc, char** argv) {
     const char* link = std::getenv("TRIDENT_LINK_BPS");
     require(link != nullptr && world.size() == 8,
             "zero_vs_3d_cluster runs on 2 nodes x 4 ranks: sh cmake/cluster.sh --nodes 2 "
-            "--ranks-per-node 4 --link 1gbit -- ./zero_vs_3d_cluster");
+            "--ranks-per-node 4 --link 100mbit -- ./zero_vs_3d_cluster");
     require(steps >= 1, "--steps must be at least 1");
     const double link_bps = std::atof(link);
     const InterNode nodes{node_comm(world).size()};
@@ -208,7 +225,7 @@ int main(int argc, char** argv) {
     for (const NamedRun& run : runs) validate(run.options, world.size());
     // the link as MPI gets it here: below its rate when 8 ranks share 2 cores, since MPICH moves
     // bytes only while a rank is inside an MPI call
-    const LinearFit link_fit = measure_link(world, nodes);
+    const LinearFit link_fit = measure_link(world, nodes, link_bps / 8);
     if (world.rank() == 0)
       std::printf(
           "the link measured by MPI, 4 pairs exchanging at once: %.3g bit/s each way, "
@@ -217,8 +234,11 @@ int main(int argc, char** argv) {
     const TokenSource data = TokenSource::synthetic(model.vocab);
     std::vector<Row> rows;
     Calibration cal;
+    double node_flops = 0;  // a node's sgemm FLOP/s at the full width, all ranks computing
     for (const NamedRun& run : runs) {  // each calibrated and predicted
-      cal = calibrate_run(world, run.options, precision, &cal);
+      // the calls that cross nodes up to 256 KiB: their bytes are priced on the link
+      cal = calibrate_run(world, run.options, precision, &cal, std::size_t(256) << 10);
+      if (rows.empty()) node_flops = nodes.ranks_per_node * cal.gemm_flops;
       const Prediction p =  // calls that cross nodes at the link's rate as MPI gets it
           predict(run.options, precision,
                   over_link(measured_machine(cal), run.options, nodes, link_fit.bandwidth));
@@ -235,6 +255,15 @@ int main(int argc, char** argv) {
       r.link_s = x.total() / 2 / (link_bps / 8);
       rows.push_back(r);
     }
+    const ClusterSpec a100;  // a DGX A100 node (plan/cluster.hpp)
+    if (world.rank() == 0)
+      std::printf(
+          "compute per byte of link: a node here %.3g GFLOP/s (4 ranks at the calibrated sgemm "
+          "rate) over %.3g MB/s each way = %.0f FLOP/byte; a DGX A100 node %d x %.0f TFLOP/s x "
+          "%.1f over %d x %.0f GB/s = %.0f FLOP/byte (plan/cluster.hpp)\n",
+          node_flops / 1e9, link_bps / 8 / kMB, node_flops / (link_bps / 8), a100.gpus_per_node,
+          a100.peak_flops / 1e12, a100.efficiency, a100.gpus_per_node, a100.inter_node_bw / 1e9,
+          a100.peak_flops * a100.efficiency / a100.inter_node_bw);
     // measured in rounds, one step of each configuration per round (after a warm-up), so that a
     // change in the machine's load between minutes reaches every configuration alike
     for (int round = 0; round < steps; ++round)

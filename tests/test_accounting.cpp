@@ -1,7 +1,8 @@
 // Memory and communication accounting against the papers' formulas, read off real buffers
 // (MemoryStats) and real calls (CommStats):
 //  - model states per rank: (2+2+K)Psi, 4Psi + K Psi/Nd, 2Psi + (2+K)Psi/Nd, (2+2+K)Psi/Nd
-//    (ZeRO paper §5.1) with this run's byte sizes, Psi counted with partition padding;
+//    (ZeRO paper §5, plan::model_state_bytes) with this run's byte sizes, Psi counted with
+//    partition padding;
 //  - DP volume per step in the paper's units (§7.2): 2 Psi for stages 0-2, 3 Psi for stage 3;
 //  - TP: per block and microbatch 2 all-reduces of b*s*h in forward and 2 in backward
 //    (Megatron-LM §3); with SP an all-gather and a reduce-scatter of the same bytes instead.
@@ -31,13 +32,13 @@ TEST_CASE("model-state memory per rank equals the ZeRO paper's formula, fp32 and
       o.zero = ZeroPolicy{stage};
       INFO("ZeRO-" << stage << (mixed ? " bf16" : " fp32"));
       auto check = [&](auto& t, double P, double K) {
-        const double psi = double(local_parameters(*t)), nd = 2;
-        const double paper[4] = {(P + P + K) * psi, 2 * P * psi + K * psi / nd,
-                                 P * psi + (P + K) * psi / nd, (P + P + K) * psi / nd};
+        const double psi = double(local_parameters(*t));
+        const double paper =
+            plan::model_state_bytes(psi, stage, 2, plan::Precision{"", P, P, K, 0}).total();
         const double measured = held(MemoryKind::parameters) + held(MemoryKind::gradients) +
                                 held(MemoryKind::optimizer);
-        CHECK(measured == paper[stage]);
-        CHECK(model_state_formula(*t).total() == paper[stage]);
+        CHECK(measured == paper);
+        CHECK(model_state_formula(*t).total() == paper);
         // Psi is the rank's model-parallel shard, padded to a multiple of Nd per unit
         const double unpadded = double(o.model.parameter_count()) / 2;  // TP=2 halves it...
         CHECK(psi >= unpadded * 0.95);  // ...except the replicated LayerNorms and biases

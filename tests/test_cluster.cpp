@@ -3,8 +3,8 @@
 // elsewhere). Node detection sees the nodes; TP2 inside each node with PP2 across matches the
 // single-process reference; the bytes that crossed the link match the formulas.
 #include <trident/core/wire.hpp>
+#include <trident/costmodel/inter_node.hpp>
 #include <trident/mesh/topology.hpp>
-#include <trident/plan/inter_node.hpp>
 #include <trident/train/formulas.hpp>
 
 #include "parity.hpp"
@@ -36,7 +36,7 @@ TEST_CASE("TP2 inside each node, PP2 across the link: the reference, 3 steps in 
   test::check_parity<double>(comm, across_nodes(32), 3, 1e-10);
 }
 
-// What crosses the link, per step, against plan/inter_node.hpp's count of the formulas'
+// What crosses the link, per step, against costmodel/inter_node.hpp's count of the formulas'
 // per-rank bytes (train/formulas.hpp) as MPICH's algorithms move them: TP2-PP2 (the pipeline's
 // messages and the tied embedding's all-reduce cross), TP4 (Rabenseifner's all-reduces cross)
 // and ZeRO-3 over DP4 (pairwise reduce-scatters and ring all-gathers cross). The counters see
@@ -45,7 +45,7 @@ TEST_CASE("TP2 inside each node, PP2 across the link: the reference, 3 steps in 
 // and a few doubles over the world (loss, norm): at most 10% here.
 TEST_CASE("the bytes on the wire per step: TP, PP and ZeRO-3's DP across nodes, as formulas") {
   TRIDENT_RANKS(4, comm);
-  const plan::InterNode nodes{2};
+  const costmodel::InterNode nodes{2};
   const plan::Precision doubles{"double", 8, 8, 16, 8};
   gpt2::Options tp4 = across_nodes(128), zero3 = tp4;
   tp4.mesh = {4, 1, 1}, tp4.microbatches = 1;
@@ -63,7 +63,7 @@ TEST_CASE("the bytes on the wire per step: TP, PP and ZeRO-3's DP across nodes, 
     std::vector<RankFigures> ranks(4);
     for (int r = 0; r < 4; ++r)
       ranks[r].formula = {all[4 * r], all[4 * r + 1], all[4 * r + 2], all[4 * r + 3]};
-    const plan::AxisFigures x = plan::inter_node_bytes(o, ranks, doubles, nodes);
+    const costmodel::AxisFigures x = costmodel::inter_node_bytes(o, ranks, doubles, nodes);
     INFO("TP" << o.mesh.tp << " PP" << o.mesh.pp << " DP" << o.mesh.dp << " ZeRO-" << o.zero.stage);
     if (comm.rank() == 0)
       std::printf(

@@ -1,18 +1,18 @@
-// The cost model of trident's own runs (plan/trident_memory.hpp, plan/predict.hpp) against
-// trident itself: each rank's model-state bytes (MemoryStats, by kind) to the byte for many
+// The cost model of trident's own runs (costmodel/trident_memory.hpp, costmodel/predict.hpp)
+// against trident itself: each rank's model-state bytes (MemoryStats, by kind) to the byte for many
 // meshes, ZeRO stages and precisions; the activation peak and the bytes per axis (CommStats)
 // of one step; and the arithmetic of calibrate.hpp's fits and of the cluster machine.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <trident/costmodel/predict.hpp>
 #include <trident/models/gpt2/gpt2.hpp>
-#include <trident/plan/predict.hpp>
 
 #include "mpi_test.hpp"
 
 using namespace trident;
-using namespace trident::plan;
+using namespace trident::costmodel;
 
 namespace {
 

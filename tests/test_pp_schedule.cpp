@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 #include <trident/io/chrome_trace.hpp>
+#include <trident/plan/formulas.hpp>
 #include <trident/pp/schedule.hpp>
 #include <trident/pp/simulate.hpp>
 #include <trident/pp/svg.hpp>
@@ -193,7 +194,7 @@ TEST_CASE("GPipe and 1F1B bubble fraction is (p-1)/(m+p-1), with b = f and b = 2
     const int p = spec.stages, m = spec.microbatches;
     for (double backward : {1.0, 2.0}) {
       const Simulation sim = simulate(make_schedule(spec), {1, backward, 0});
-      CHECK(sim.bubble_fraction == doctest::Approx(double(p - 1) / (m + p - 1)).epsilon(1e-12));
+      CHECK(sim.bubble_fraction == doctest::Approx(plan::bubble_share(p, m)).epsilon(1e-12));
       CHECK(sim.makespan == doctest::Approx((m + p - 1) * (1 + backward)).epsilon(1e-12));
       CHECK(sim.timeline.bubble_fraction() == sim.bubble_fraction);
     }
@@ -208,8 +209,8 @@ TEST_CASE("interleaving divides the bubble by v: bubble time / ideal time = (p-1
     for (double backward : {1.0, 2.0}) {
       const Simulation sim = simulate(make_schedule(spec), {1, backward, 0});
       const double ideal = m * (1 + backward);
-      CHECK((sim.makespan - ideal) / ideal == doctest::Approx(double(p - 1) / (v * m)));
-      CHECK(sim.bubble_fraction == doctest::Approx(double(p - 1) / (v * m + p - 1)));
+      CHECK((sim.makespan - ideal) / ideal == doctest::Approx(plan::bubble_fraction(p, m, v)));
+      CHECK(sim.bubble_fraction == doctest::Approx(plan::bubble_share(p, m, v)));
     }
   }
   // and against 1F1B on the same pipeline: p = 4, m = 8, v = 2 halves the bubble time
@@ -237,7 +238,7 @@ TEST_CASE("ZB-H1: makespan m (F + B + W) + (p-1)(F + B - W), a third of 1F1B's b
     const Simulation one =
         simulate(make_schedule({ScheduleKind::one_f_one_b, p, m, 1}), {1, 2, 0, 0.5});
     CHECK(zb.makespan - ideal == doctest::Approx((one.makespan - ideal) / 3));
-    CHECK(zb.bubble_fraction == doctest::Approx(double(p - 1) / (3 * m + p - 1)).epsilon(1e-12));
+    CHECK(zb.bubble_fraction == doctest::Approx(plan::zb_h1_bubble_share(p, m)).epsilon(1e-12));
   }
 }
 

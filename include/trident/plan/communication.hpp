@@ -10,38 +10,22 @@
 
 #include "cluster.hpp"
 #include "config.hpp"
+#include "formulas.hpp"
 #include "model_spec.hpp"
 
 namespace trident::plan {
 
-// Bytes one rank sends in a ring all-reduce of `bytes` over `ranks`.
-inline double ring_all_reduce_bytes(double bytes, int ranks) {
-  return 2.0 * (ranks - 1) / ranks * bytes;
-}
-
-// Bytes one rank sends in a ring reduce-scatter or all-gather of `bytes` (the full buffer).
-inline double ring_gather_bytes(double bytes, int ranks) {
-  return static_cast<double>(ranks - 1) / ranks * bytes;
-}
-
-// All-reduces of the activation (b s h) per layer per microbatch (Megatron-LM, Shoeybi et al.
-// 2019, §3): 2 in the forward (g after attention and after the MLP), 2 in the backward (f);
-// full recomputation reruns the forward's 2 (Korthikanti et al. 2022, §5). Selective
-// recomputation redoes only the attention core, between the collectives.
-inline int tp_all_reduces_per_layer(Recompute r) {
-  return r == Recompute::full ? 6 : 4;
-}
-
 // Tensor parallelism, per GPU per step: the all-reduces of the layers of this stage, for each
-// microbatch. Sequence parallelism (Korthikanti §4.2.2) replaces each all-reduce by an
-// all-gather and a reduce-scatter of the same bytes in all. The embedding's and the loss's
-// collectives (one b s h and a few b s per microbatch) are left out: under 1/L of the total.
+// microbatch (formulas.hpp's tp_all_reduces_per_layer). Sequence parallelism (Korthikanti §4.2.2)
+// replaces each all-reduce by an all-gather and a reduce-scatter of the same bytes in all. The
+// embedding's and the loss's collectives (one b s h and a few b s per microbatch) are left out:
+// under 1/L of the total.
 inline double tp_bytes(const ModelSpec& m, const Config& c, const Precision& p) {
   if (c.tp == 1) return 0;
   const double activation =
       static_cast<double>(c.microbatch_size) * m.seq * m.hidden * p.activation_bytes;  // b s h
   const double layers = static_cast<double>(m.layers) / c.pp;
-  return layers * c.microbatches * tp_all_reduces_per_layer(c.recompute) *
+  return layers * c.microbatches * tp_all_reduces_per_layer(c.recompute == Recompute::full) *
          ring_all_reduce_bytes(activation, c.tp);
 }
 
@@ -56,7 +40,7 @@ inline double pp_bytes(const ModelSpec& m, const Config& c, const Precision& p) 
   return 2.0 * c.microbatches * c.virtual_stages * activation / c.tp;
 }
 
-// Data parallelism, per GPU per step (ZeRO, Rajbhandari et al. 2020, §7): stages 0-2 move
+// Data parallelism, per GPU per step (ZeRO §7.2, formulas.hpp's zero_dp_bytes): stages 0-2 move
 // 2 Psi (an all-reduce of the gradients, or a reduce-scatter of them and an all-gather of the
 // updated parameters), stage 3 3 Psi (parameters all-gathered for the forward and again for the
 // backward, gradients reduce-scattered); each pass a ring, (Nd-1)/Nd per byte. Psi is the
@@ -66,23 +50,10 @@ inline double pp_bytes(const ModelSpec& m, const Config& c, const Precision& p) 
 // parameters for each microbatch.
 inline double dp_bytes(double psi, const Config& c, const Precision& p) {
   if (c.dp == 1) return 0;
-  const double m = c.microbatches;
-  double passes = 0;  // bytes per parameter, before the ring factor
-  switch (c.zero) {
-    case 0:
-      passes = 2 * p.grad_bytes;
-      break;
-    case 1:
-      passes = p.grad_bytes + p.param_bytes;
-      break;
-    case 2:
-      passes = m * p.grad_bytes + p.param_bytes;
-      break;
-    default:
-      passes = m * (p.grad_bytes + 2 * p.param_bytes);
-      break;
-  }
-  return ring_gather_bytes(passes * psi, c.dp);
+  const double m = c.microbatches, grads = psi * p.grad_bytes, params = psi * p.param_bytes;
+  const ZeroCallBytes z = zero_dp_bytes(c.zero, grads, params, c.zero >= 2 ? m : 1, 2 * m * params);
+  return ring_all_reduce_bytes(z.all_reduce, c.dp) +
+         ring_gather_bytes(z.reduce_scatter + z.all_gather, c.dp);
 }
 
 struct AxisBytes {

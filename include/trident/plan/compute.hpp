@@ -8,6 +8,7 @@
 
 #include "../nn/flops.hpp"
 #include "config.hpp"
+#include "formulas.hpp"
 #include "model_spec.hpp"
 
 namespace trident::plan {
@@ -42,13 +43,7 @@ inline double training_flops(const ModelSpec& m, int global_batch, Recompute r) 
   return 3 * forward + recompute_flops(m, B, r);
 }
 
-// Narayanan et al. 2021, §2.2.1: a flush-based schedule (GPipe or 1F1B) idles (p-1) microbatch
-// slots of every stage, a bubble of (p-1)/m of the ideal time; the interleaved schedule with v
-// model chunks per rank shrinks it to (p-1)/(v m) (§2.2.2).
-inline double bubble_fraction(int pp, int microbatches, int virtual_stages = 1) {
-  return static_cast<double>(pp - 1) / (static_cast<double>(virtual_stages) * microbatches);
-}
-
+// The bubble of configuration c: formulas.hpp's (p-1)/(v m).
 inline double bubble_fraction(const Config& c) {
   return bubble_fraction(c.pp, c.microbatches, c.virtual_stages);
 }

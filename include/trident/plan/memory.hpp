@@ -1,10 +1,10 @@
 // trident/plan/memory.hpp: bytes per GPU: model states under ZeRO, and activations.
 //
-// Model states (parameters, gradients, optimizer states) follow the ZeRO paper, with Psi the
-// parameters of one model-parallel shard; activations follow Korthikanti et al. 2022 ("Reducing
-// Activation Recomputation in Large Transformer Models") per layer, times the layers a pipeline
-// stage holds at its peak. Each function is one term, so a caller can compare it with a
-// measurement on its own.
+// Model states (parameters, gradients, optimizer states) follow the ZeRO paper (formulas.hpp's
+// model_state_bytes), with Psi the parameters of one model-parallel shard; activations follow
+// Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models") per
+// layer, times the layers a pipeline stage holds at its peak. Each function is one term, so a
+// caller can compare it with a measurement on its own.
 #pragma once
 
 #include <algorithm>
@@ -14,27 +14,10 @@
 
 #include "cluster.hpp"
 #include "config.hpp"
+#include "formulas.hpp"
 #include "model_spec.hpp"
 
 namespace trident::plan {
-
-struct ModelStateBytes {
-  double params = 0, grads = 0, optimizer = 0;
-  double total() const { return params + grads + optimizer; }
-};
-
-// Rajbhandari et al. 2020 (ZeRO), §5 and Figure 1, per GPU with Nd data-parallel ranks:
-//   stage 0: (2 + 2 + K) Psi          stage 2: 2 Psi + (2 + K) Psi / Nd
-//   stage 1: 4 Psi + K Psi / Nd       stage 3: (2 + 2 + K) Psi / Nd
-// stage 1 partitions the optimizer states, 2 also the gradients, 3 also the parameters; the
-// 2, 2, K are the bytes of a parameter, a gradient and the optimizer states of one parameter.
-inline ModelStateBytes model_state_bytes(double psi, int zero, int nd, const Precision& p) {
-  const auto share = [&](double bytes, bool partitioned) {
-    return bytes * psi / (partitioned ? nd : 1);
-  };
-  return {share(p.param_bytes, zero >= 3), share(p.grad_bytes, zero >= 2),
-          share(p.optimizer_bytes, zero >= 1)};
-}
 
 // GB (1e9 bytes) printed as the ZeRO paper's Table 1 does: three significant digits, at most
 // two decimals, halves rounded up (120, 31.4, 16.6, 1.88, 0.47).

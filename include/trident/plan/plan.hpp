@@ -14,6 +14,7 @@
 #include "compute.hpp"
 #include "config.hpp"
 #include "estimate.hpp"
+#include "formulas.hpp"
 #include "memory.hpp"
 #include "model_spec.hpp"
 #include "planner.hpp"

@@ -1,12 +1,13 @@
 // trident/train/formulas.hpp: what this rank's memory and traffic should be, from the papers'
-// formulas applied to this run's shapes — printed next to the measured figures, and asserted
-// against CommStats and MemoryStats by the tests.
+// formulas (plan/formulas.hpp, each written once there) applied to this run's shapes — printed
+// next to the measured figures, and asserted against CommStats and MemoryStats by the tests.
 //
 // Bytes follow CommStats' convention (core/stats.hpp): the whole logical buffer of each call.
 #pragma once
 
 #include <cstddef>
 
+#include "../plan/formulas.hpp"
 #include "trainer.hpp"
 
 namespace trident {
@@ -30,37 +31,32 @@ std::size_t local_parameters(Trainer<M, T, S>& t) {
   return psi;
 }
 
-// ZeRO paper §5.1 (Figure 1): per-rank model states (2 + 2 + K) Psi (stage 0), 4 Psi + K Psi / Nd
-// (1), 2 Psi + (2 + K) Psi / Nd (2), (2 + 2 + K) Psi / Nd (3), with the byte sizes of this run:
-// parameters and gradients in S, K = two moments (+ master weights when S != T) in T.
+// ZeRO paper §5 (plan::model_state_bytes): per-rank model states with this rank's Psi and this
+// run's byte sizes (plan::trident_precision: parameters and gradients in S, K in T).
 template <class M, class T, class S>
 ModelStates model_state_formula(Trainer<M, T, S>& t) {
-  const double psi = double(local_parameters(t)), nd = t.mesh().shape().dp;
-  const ZeroPolicy& z = t.options().zero;
-  const double k = (std::is_same_v<T, S> ? 2.0 : 3.0) * sizeof(T);
-  ModelStates m;
-  m.parameters = psi * sizeof(S) / (z.shards_parameters() ? nd : 1.0);
-  m.gradients = z.stage <= 1 ? psi * sizeof(S) : psi * sizeof(S) / nd;
-  m.optimizer = psi * k / (z.shards_optimizer() ? nd : 1.0);
-  return m;
+  const plan::ModelStateBytes b =
+      plan::model_state_bytes(double(local_parameters(t)), t.options().zero.stage,
+                              t.mesh().shape().dp, plan::trident_precision<T, S>());
+  return {b.params, b.grads, b.optimizer};
 }
 
 // Traffic of one step on each axis, for a decoder of model/decoder_stage.hpp's structure (a
 // Megatron block per layer, an embedding, a head with the vocab-parallel cross-entropy).
-//  TP (Megatron-LM §3): per block and microbatch, 2 all-reduces of b s h elements in forward and
-//    2 in backward (sequence parallelism, Korthikanti et al. 2022 §4.2.2: an all-gather and a
-//    reduce-scatter of the same size instead); + 2 more per block with recomputation; the
-//    embedding's g (forward) and the head's f (backward) each one b s h all-reduce, under SP
-//    with the conjugate all-gather too; the vocab-parallel cross-entropy's all-reduce of the
-//    row maxima (b s) and of the sums and target logits (2 b s); under SP one all-reduce per
-//    step of the TP-replicated parameters' gradients.
+//  TP (Megatron-LM §3, plan::tp_all_reduces_per_layer): per block and microbatch, 2 all-reduces
+//    of b s h elements in forward and 2 in backward (sequence parallelism, Korthikanti et al. 2022
+//    §4.2.2: an all-gather and a reduce-scatter of the same size instead); + 2 more per block with
+//    recomputation; the embedding's g (forward) and the head's f (backward) each one b s h
+//    all-reduce, under SP with the conjugate all-gather too; the vocab-parallel cross-entropy's
+//    all-reduce of the row maxima (b s) and of the sums and target logits (2 b s); under SP one
+//    all-reduce per step of the TP-replicated parameters' gradients.
 //  PP: b s h (b s h / t under SP) per microbatch per stage boundary, forward and backward
 //    (none when PP = 1: the virtual stages of one rank hand over in memory).
-//  DP (ZeRO paper §7.2): stage 0 all-reduce of Psi; 1: reduce-scatter + all-gather of Psi;
-//    2: reduce-scatter (per microbatch: m times) + all-gather; 3: reduce-scatter, and each
-//    unit gathered as often as the stage reads it (UnitLayout's forward_reads, backward_reads:
-//    the embedding's backward needs no parameters; a tied unit read by the embedding and the
-//    head of one stage is gathered twice).
+//  DP (ZeRO paper §7.2, plan::zero_dp_bytes): stage 0 all-reduce of Psi; 1: reduce-scatter +
+//    all-gather of Psi; 2: reduce-scatter (per microbatch: m times) + all-gather;
+//    3: reduce-scatter, and each unit gathered as often as the stage reads it (UnitLayout's
+//    forward_reads, backward_reads: the embedding's backward needs no parameters; a tied unit
+//    read by the embedding and the head of one stage is gathered twice).
 //  emb: each tied parameter's gradient whose copies are on two ranks (the part this rank
 //    holds), once per step.
 template <class M, class T, class S>
@@ -80,7 +76,7 @@ Traffic traffic_formula(Trainer<M, T, S>& t) {
       // an all-reduce counts its buffer once; its SP replacement, all-gather + reduce-scatter,
       // counts it twice (the same traffic in the paper's units: 2 b s h either way)
       const double op = (sp ? 2 : 1) * act;
-      double per_mb = s.layers * (4 + (o.recompute ? 2 : 0)) * op;
+      double per_mb = s.layers * plan::tp_all_reduces_per_layer(o.recompute) * op;
       if (s.first()) per_mb += op;
       if (s.last()) per_mb += op + 3 * rows;
       f.tp += m * per_mb;
@@ -111,10 +107,8 @@ Traffic traffic_formula(Trainer<M, T, S>& t) {
     }
     if (o.mesh.dp > 1) {
       const double reductions = (z.stage >= 2 && z.reduce == GradReduce::per_microbatch) ? m : 1;
-      if (z.stage == 0) f.dp += psi;
-      if (z.stage == 1 || z.stage == 2) f.dp += psi * reductions + psi;
-      if (z.stage == 3)
-        f.dp += psi * reductions + (z.keep_gathered ? psi : m * (fwd_gathers + bwd_gathers));
+      const double gathered = z.keep_gathered ? psi : m * (fwd_gathers + bwd_gathers);
+      f.dp += plan::zero_dp_bytes(z.stage, psi, psi, reductions, gathered).total();
     }
   }
   for (const LocalTie& tie : t.ties())

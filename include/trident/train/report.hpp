@@ -84,11 +84,10 @@ RunReport make_report(Trainer<M, T, S>& t, const std::vector<StepResult>& measur
   // no measured step (a run of one step): no bubble to report
   report.bubble = makespan > 0 ? 1.0 - compute / (report.ranks.size() * makespan) : std::nan("");
   const TrainOptions& o = t.options();
-  const double p = o.mesh.pp, m = o.microbatches, v = o.virtual_stages;
-  // 1F1B (and GPipe, interleaved: v m); ZB-H1 with F = B = W: idle (p-1)(F + B - W) = (p-1) F
-  // next to m (F + B + W) = 3 m F of work per stage (Qi et al. 2023 §3.1)
-  report.bubble_formula =
-      o.schedule == pp::ScheduleKind::zb_h1 ? (p - 1) / (3 * m + p - 1) : (p - 1) / (v * m + p - 1);
+  // GPipe, 1F1B and interleaved 1F1B: (p-1)/(v m + p-1); ZB-H1 with F = B = W: (p-1)/(3m + p-1)
+  report.bubble_formula = o.schedule == pp::ScheduleKind::zb_h1
+                              ? plan::zb_h1_bubble_share(o.mesh.pp, o.microbatches)
+                              : plan::bubble_share(o.mesh.pp, o.microbatches, o.virtual_stages);
   return report;
 }
 

@@ -1,4 +1,4 @@
-// trident/plan/calibrate.hpp: this machine's rates, measured, for the cost model of trident's
+// trident/costmodel/calibrate.hpp: this machine's rates, measured, for the cost model of trident's
 // own runs (predict.hpp).
 //
 // The planner's ClusterSpec is a datasheet. To predict a trident step on this machine the cost
@@ -31,11 +31,12 @@
 #include "../backend/cpu/gemm.hpp"
 #include "../core/comm.hpp"
 #include "../core/memory.hpp"
+#include "../core/threads.hpp"
 #include "../nn/nn.hpp"
 #include "../optim/adamw.hpp"
 #include "../tensor/matrix.hpp"
 
-namespace trident::plan {
+namespace trident::costmodel {
 
 // seconds = latency + bytes / bandwidth (least squares over the measured sizes).
 struct LinearFit {
@@ -281,12 +282,16 @@ inline Calibration calibrate_compute(const Comm& world, const LayerShape& shape,
 }
 
 // Fits of the calls (operation, group size) not in `known`, each measured after `work_s`
-// seconds of 256 x 256 x 1024 GEMMs (at least one, ~0.13 GFLOP) at `gemm_flops`. One to three
-// seconds per call. Collective. The communicators are named "calibrate" in comm_stats(); its
-// barriers and maxima count as "world": reset the counters before measuring a run.
+// seconds of 256 x 256 x 1024 GEMMs (at least one, ~0.13 GFLOP) at `gemm_flops`, at 4 KiB,
+// 1 MiB and 4 MiB; a call whose groups span nodes (more ranks than a node holds) at 4 KiB,
+// largest_crossing / 4 and largest_crossing when that is smaller: where a slow link prices its
+// bytes (inter_node.hpp's over_link) only its latency is wanted, and 4 MiB calls over a
+// 100 Mbit/s link would take minutes. One to three seconds per call. Collective. The
+// communicators are named "calibrate" in comm_stats(); its barriers and maxima count as
+// "world": reset the counters before measuring a run.
 inline void measure_calls(const Comm& world, Calibration::Calls& known,
                           const std::vector<std::pair<CommOp, int>>& calls, double gemm_flops,
-                          double work_s) {
+                          double work_s, std::size_t largest_crossing = std::size_t(4) << 20) {
   const int rows = 256, inner = 256, cols = 1024;
   std::vector<float> x(std::size_t(rows) * inner, 0.5f), w(std::size_t(inner) * cols, 0.25f);
   std::vector<float> y(std::size_t(rows) * cols);
@@ -297,11 +302,15 @@ inline void measure_calls(const Comm& world, Calibration::Calls& known,
                            backend::cview(x.data(), rows, inner),
                            backend::cview(w.data(), inner, cols), false, false, 0.f);
   };
-  const std::vector<std::size_t> sizes{std::size_t(4) << 10, std::size_t(1) << 20,
-                                       std::size_t(4) << 20};
+  const int node_ranks = node_comm(world).size();
   for (const auto& [op, group] : calls)
-    if (group >= 2 && group <= world.size() && !known.count({op, group}))
-      known[{op, group}] = measure_call(world, op, group, sizes, work);
+    if (group >= 2 && group <= world.size() && !known.count({op, group})) {
+      const std::size_t largest = group > node_ranks
+                                      ? std::min(largest_crossing, std::size_t(4) << 20)
+                                      : std::size_t(4) << 20;
+      known[{op, group}] =
+          measure_call(world, op, group, {std::size_t(4) << 10, largest / 4, largest}, work);
+    }
 }
 
-}  // namespace trident::plan
+}  // namespace trident::costmodel

@@ -1,12 +1,10 @@
-// trident/plan/measured.hpp: a trident run measured the way the cost model predicts it —
+// trident/costmodel/measured.hpp: a trident run measured the way the cost model predicts it —
 // memory per rank by kind (MemoryStats), bytes per step per axis (CommStats), the step time and
-// the pipeline bubble; this machine calibrated for the run (calibrate.hpp); and the
-// configurations that examples/zero_vs_3d and bench/predict compare on 8 ranks.
+// the pipeline bubble; and this machine calibrated for the run (calibrate.hpp).
 #pragma once
 
 #include <algorithm>
 #include <array>
-#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -14,7 +12,10 @@
 #include "../train/report.hpp"
 #include "predict.hpp"
 
-namespace trident::plan {
+namespace trident::costmodel {
+
+// the paper planner's formulas, shapes and presets, which this model builds on
+using namespace plan;
 
 struct MeasuredRun {
   RunReport report;   // per rank (world rank 0): memory by kind, traffic per axis, bubble
@@ -70,16 +71,18 @@ inline LayerShape layer_shape(const gpt2::Options& o) {
 // run's own compute between two of them (a microbatch's compute over the calls it waits for). That
 // gap is capped at 20 ms to keep the calibration to seconds: a rank waits longer for group members
 // the scheduler has not run after longer compute, so runs with fewer, longer gaps (pipelines
-// without TP) come out somewhat under-predicted. Collective; a few seconds.
+// without TP) come out somewhat under-predicted. Calls whose groups span nodes are measured up
+// to `largest_crossing` bytes (calibrate.hpp's measure_calls). Collective; a few seconds.
 inline Calibration calibrate_run(const Comm& world, const gpt2::Options& o, const Precision& p,
-                                 const Calibration* previous = nullptr) {
+                                 const Calibration* previous = nullptr,
+                                 std::size_t largest_crossing = std::size_t(4) << 20) {
   double working_set = 0;  // the largest stage's model states and activations, bytes per rank
   for (int stage = 0; stage < o.mesh.pp; ++stage)
     working_set = std::max(
         working_set, stage_model_states(o, stage, p).total() + stage_activation_bytes(o, stage, p));
   Calibration c = calibrate_compute(world, layer_shape(o), working_set);
   if (previous) c.calls = previous->calls;
-  measure_calls(world, c.calls, after_calls(o), c.gemm_flops, 0);
+  measure_calls(world, c.calls, after_calls(o), c.gemm_flops, 0, largest_crossing);
   // count the waits of a microbatch: every loop call one second, every other cost nothing
   Calibration count = c;
   for (auto& call : count.calls) call.second = LinearFit{};
@@ -90,53 +93,8 @@ inline Calibration calibrate_run(const Comm& world, const gpt2::Options& o, cons
     gap = std::min(gap, compute / std::max(1.0, st.microbatch_s - compute));
   }
   c.gap_s = gap;
-  measure_calls(world, c.loop_calls, loop_calls(o), c.gemm_flops, gap);
+  measure_calls(world, c.loop_calls, loop_calls(o), c.gemm_flops, gap, largest_crossing);
   return c;
 }
 
-struct NamedRun {
-  std::string name;  // "ZeRO-3 DP8"
-  gpt2::Options options;
-};
-
-// The model and global batch the comparison below uses by default (L=8, C=256, H=8, V=4096,
-// T=128; 16 sequences).
-inline gpt2::Config comparison_model() {
-  return {4096, 128, 8, 256, 8, 1337};
-}
-inline constexpr int kComparisonBatch = 16;
-
-// One run per shape: a mesh and its ZeRO stage, 1F1B with m = 2 PP microbatches when PP > 1.
-struct RunShape {
-  const char* name;
-  MeshShape mesh;
-  int zero;
-};
-inline std::vector<NamedRun> named_runs(const gpt2::Config& model, int batch,
-                                        std::initializer_list<RunShape> shapes) {
-  std::vector<NamedRun> runs;
-  for (const RunShape& s : shapes) {
-    gpt2::Options o;
-    o.model = model;
-    o.mesh = s.mesh;
-    o.zero.stage = s.zero;
-    o.schedule = pp::ScheduleKind::one_f_one_b;
-    o.microbatches = s.mesh.pp > 1 ? 2 * s.mesh.pp : 1;
-    o.batch = batch;
-    runs.push_back({s.name, o});
-  }
-  return runs;
-}
-
-// The comparison of examples/zero_vs_3d on 8 ranks, one model: pure ZeRO-3 over DP = 8, and
-// 3D meshes with ZeRO-1.
-inline std::vector<NamedRun> comparison_runs(const gpt2::Config& model, int batch) {
-  return named_runs(model, batch,
-                    {{"ZeRO-3 DP8", {1, 1, 8}, 3},
-                     {"TP2-PP2-DP2 ZeRO-1", {2, 2, 2}, 1},
-                     {"TP2-DP4 ZeRO-1", {2, 1, 4}, 1},
-                     {"PP2-DP4 ZeRO-1", {1, 2, 4}, 1},
-                     {"TP4-DP2 ZeRO-1", {4, 1, 2}, 1}});
-}
-
-}  // namespace trident::plan
+}  // namespace trident::costmodel

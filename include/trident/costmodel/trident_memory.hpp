@@ -1,20 +1,19 @@
-// trident/plan/trident_memory.hpp: what each rank of a trident run holds — its ZeRO units, its
+// trident/costmodel/trident_memory.hpp: what each rank of a trident run holds — its ZeRO units, its
 // model states and its peak activations — from the run's options alone, before anything is
 // allocated.
 //
-// The planner (memory.hpp) follows the papers; trident differs in ways the cost model must know
-// to predict MemoryStats to the byte:
+// The planner (plan/memory.hpp) follows the papers; trident differs in ways the cost model must
+// know to predict MemoryStats to the byte:
 //  - Psi per pipeline stage, not the largest stage's: the first stage holds wte and wpe, the
 //    last ln_f and (PP > 1) its own copy of wte for the tied LM head (model/decoder_stage.hpp);
 //  - each ZeRO unit (wte, wpe, h.i, ln_f) is one flat buffer padded to a multiple of DP
 //    (zero/unit_store.hpp), so Psi is the sum of the padded units;
-//  - element sizes are trident's: S for parameters and gradients, K = 2 T for Adam's moments
-//    (+ T for master weights when S != T) — ZeRO's 2 + 2 + 12 for bf16/float, 4 + 4 + 8 for float;
+//  - element sizes are trident's (plan/formulas.hpp's trident_precision);
 //  - activations are trident's own buffers in T (models/gpt2/block.hpp, model/decoder_stage.hpp),
 //  added at each
 //    forward and freed at each backward of this stage's schedule (pp/schedule.hpp).
-// Unit sizes come from Megatron's split (model_spec.hpp), not from models/gpt2/params.hpp, so that
-// the test comparing the two has two independent sides.
+// Unit sizes come from Megatron's split (plan/model_spec.hpp), not from models/gpt2/params.hpp, so
+// that the test comparing the two has two independent sides.
 #pragma once
 
 #include <algorithm>
@@ -24,31 +23,13 @@
 #include <vector>
 
 #include "../models/gpt2/trainer.hpp"
-#include "cluster.hpp"
-#include "memory.hpp"
-#include "model_spec.hpp"
+#include "../plan/formulas.hpp"
+#include "../plan/model_spec.hpp"
 
-namespace trident::gpt2 {
+namespace trident::costmodel {
 
-// The cost model's view of trident's GPT-2 shape (model_spec.hpp).
-inline plan::ModelSpec model_spec(const Config& c, std::string name = "trident") {
-  return {std::move(name), c.layers, c.hidden, c.heads, c.vocab, c.seq};
-}
-
-}  // namespace trident::gpt2
-
-namespace trident::plan {
-
-// Bytes per element of a run computing in T and storing parameters and gradients in S.
-inline Precision trident_precision(int compute_bytes, int storage_bytes) {
-  const int k = (compute_bytes == storage_bytes ? 2 : 3) * compute_bytes;  // moments (+ master)
-  return {"trident", double(storage_bytes), double(storage_bytes), double(k),
-          double(compute_bytes)};
-}
-template <class T, class S>
-Precision trident_precision() {
-  return trident_precision(sizeof(T), sizeof(S));
-}
+// the paper planner's formulas, shapes and presets, which this model builds on
+using namespace plan;
 
 struct UnitSize {
   std::string name;
@@ -95,7 +76,7 @@ inline double stage_parameters(const gpt2::Options& o, int stage) {
   return psi;
 }
 
-// ZeRO §5.1 (model_state_bytes) with trident's Psi and element sizes.
+// ZeRO §5 (plan/formulas.hpp's model_state_bytes) with trident's Psi and element sizes.
 inline ModelStateBytes stage_model_states(const gpt2::Options& o, int stage, const Precision& p) {
   return model_state_bytes(stage_parameters(o, stage), o.zero.stage, o.mesh.dp, p);
 }
@@ -169,4 +150,4 @@ inline double stage_activation_bytes(const gpt2::Options& o, int stage, const Pr
   return peak * p.activation_bytes;
 }
 
-}  // namespace trident::plan
+}  // namespace trident::costmodel

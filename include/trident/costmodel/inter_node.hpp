@@ -1,4 +1,4 @@
-// trident/plan/inter_node.hpp: the bytes of a run that cross the links between nodes, and the
+// trident/costmodel/inter_node.hpp: the bytes of a run that cross the links between nodes, and the
 // cost model's calls priced on such a link.
 //
 // Ranks sit on nodes in order, `ranks_per_node` each, with rank = tp + TP * (dp + DP * pp)
@@ -17,11 +17,14 @@
 
 #include <vector>
 
+#include "../plan/communication.hpp"
 #include "../train/report.hpp"
-#include "communication.hpp"
 #include "predict.hpp"
 
-namespace trident::plan {
+namespace trident::costmodel {
+
+// the paper planner's formulas, shapes and presets, which this model builds on
+using namespace plan;
 
 struct InterNode {
   int ranks_per_node = 1;
@@ -38,7 +41,7 @@ struct InterNode {
       if (op == CommOp::reduce_scatter)
         for (std::size_t j = 0; j < g; ++j) x += apart(i, j) * bytes / double(g);
       if (op == CommOp::all_gather && bytes >= 512 * 1024)
-        x += apart(i, (i + 1) % g) * double(g - 1) / double(g) * bytes;
+        x += apart(i, (i + 1) % g) * ring_gather_bytes(bytes, int(g));
       for (std::size_t d = 1; d < g; d *= 2) {  // the recursive steps, partner at distance d
         if (op == CommOp::all_gather && bytes < 512 * 1024) x += apart(i, i ^ d) * d * bytes / g;
         if (op == CommOp::all_reduce) x += apart(i, i ^ d) * (bytes > 2048 ? bytes / d : bytes);
@@ -106,14 +109,18 @@ inline AxisFigures inter_node_bytes(const gpt2::Options& o, const std::vector<Ra
 }
 
 // The link between two nodes as MPI sees it: each rank of node 0 exchanges a buffer with its
-// counterpart on node 1, all pairs at once, both ways, for 1, 4 and 16 MiB (up to a second of the
-// link at 1 Gbit/s, so that a loaded machine's hiccups stay small next to it); seconds = latency
-// + (bytes each way, all pairs) / bandwidth, fitted (the slowest rank, median of 5). Collective
+// counterpart on node 1, all pairs at once, both ways, for three sizes a factor 4 apart, the
+// largest up to 0.6 s of the link at its nominal `link_bytes_per_s` (16 MiB a pair at
+// 1 Gbit/s), so that a loaded machine's hiccups stay small next to it; seconds = latency +
+// (bytes each way, all pairs) / bandwidth, fitted (the slowest rank, median of 5). Collective
 // over `world`, 2 nodes of ranks_per_node ranks.
-inline LinearFit measure_link(const Comm& world, const InterNode& nodes) {
+inline LinearFit measure_link(const Comm& world, const InterNode& nodes, double link_bytes_per_s) {
   const int n = nodes.ranks_per_node, partner = (world.rank() + n) % (2 * n);
+  std::size_t largest = std::size_t(1) << 16;
+  while (double(largest) * 2 * n <= 0.6 * link_bytes_per_s && largest < (std::size_t(1) << 24))
+    largest *= 2;
   std::vector<double> bytes, seconds;
-  for (std::size_t size : {std::size_t(1) << 20, std::size_t(1) << 22, std::size_t(1) << 24}) {
+  for (std::size_t size : {largest / 16, largest / 4, largest}) {
     std::vector<char> out(size, 1), in(size);
     seconds.push_back(detail::time_together(world, 5, [&] {
       Request r = world.irecv(Span<char>(in), partner, 7);
@@ -155,4 +162,4 @@ inline Machine over_link(Machine m, const gpt2::Options& o, const InterNode& nod
   return m;
 }
 
-}  // namespace trident::plan
+}  // namespace trident::costmodel

@@ -1,0 +1,289 @@
+// trident/costmodel/predict.hpp: the cost model of one trident training step — what each pipeline
+// stage's ranks hold (trident_memory.hpp), send per axis, and spend in time — on this machine,
+// calibrated (calibrate.hpp), or on a datasheet cluster (machine.hpp).
+//
+// Bytes are counted call by call as trident makes the calls, in CommStats' convention (the
+// whole buffer of a call, core/stats.hpp), as train/formulas.hpp counts them:
+//   TP (Megatron-LM §3): per layer and microbatch 4 all-reduces of b s h (6 with full
+//     recomputation), one for the embedding and one for the head, two of b s and 2 b s for the
+//     loss; under SP (Korthikanti et al. 2022) the conjugates, and an all-reduce of the
+//     TP-replicated gradients per step (counted here for an average DP shard);
+//   PP (Narayanan et al. 2021 §4.1): b s h (b s h / t under SP) per microbatch per boundary;
+//   DP (ZeRO §7.2), per unit: ZeRO-0 an all-reduce; 1 a reduce-scatter and an all-gather; 2 the
+//     reduce-scatter per microbatch; 3 also the unit gathered before each forward and backward;
+//   emb: the tied word embedding's gradient between the first and last stage, once per step.
+// Time: nothing overlaps, as in the planner's estimate(). A microbatch costs its linear layers'
+// GEMM FLOPs (Narayanan et al. 2021 §5.1: 24 b s h^2 per layer forward, 2 b s h V for the head,
+// the backward twice the forward) at the GEMM rate, its other kernels as measured, its buffers'
+// zero-fill, and each call it waits for at latency + bytes / bandwidth. The pipeline runs m
+// microbatches on the slowest stage plus each other stage's once to fill and drain (Huang et
+// al. 2019; Narayanan et al. 2021 §2.2: (p - 1)/v stages' worth); then come the DP reductions
+// and all-gathers, the tied embedding, the loss and norm all-reduces, and AdamW.
+#pragma once
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "../plan/communication.hpp"
+#include "../plan/compute.hpp"
+#include "../plan/formulas.hpp"
+#include "machine.hpp"
+#include "trident_memory.hpp"
+
+namespace trident::costmodel {
+
+// the paper planner's formulas, shapes and presets, which this model builds on
+using namespace plan;
+
+struct AxisFigures {
+  double tp = 0, pp = 0, dp = 0, emb = 0;
+  double total() const { return tp + pp + dp + emb; }
+};
+
+// One rank of a pipeline stage.
+struct StagePrediction {
+  ModelStateBytes states;
+  double activations = 0;   // peak bytes
+  AxisFigures bytes;        // sent per step, CommStats' convention
+  AxisFigures seconds;      // per step, all calls of the axis
+  double flops = 0;         // GEMM FLOPs per step
+  double compute_s = 0;     // GEMMs, other kernels and buffer fills per step
+  double microbatch_s = 0;  // one microbatch through this stage's chunks, its calls included
+  double after_s = 0;       // after the pipeline: DP reductions, embedding, loss/norm, AdamW
+};
+
+struct Prediction {
+  std::vector<StagePrediction> stages;  // by pipeline stage
+  double bubble_formula = 0;            // plan::bubble_share: (p-1)/(v m + p-1)
+  double pipeline_s = 0, after_s = 0, step_s = 0;
+  CrossesNodes crosses;  // which axes' groups span nodes (cluster machines)
+};
+
+namespace detail {
+// Bytes of one call of the TP all-reduce (b s h), of the loss's two (b s, 2 b s), of one
+// pipeline message; and GEMM FLOPs and filled buffer bytes of one layer and of the head, all
+// per microbatch on one rank.
+struct MicrobatchWork {
+  double act = 0, rows = 0, message = 0;
+  double layer_flops = 0, layer_linear_flops = 0, head_flops = 0, layer_fill = 0, head_fill = 0;
+};
+
+inline MicrobatchWork microbatch_work(const gpt2::Options& o, const Precision& p) {
+  const ActivationShape a = activation_shape(o);
+  const double e = p.activation_bytes, tp = o.mesh.tp;
+  MicrobatchWork w;
+  w.act = a.N * a.C * e, w.rows = a.N * e;
+  w.message = w.act / (o.sequence_parallel && tp > 1 ? tp : 1);
+  // Narayanan et al. 2021 §5.1, one TP rank's share: forward, backward (twice), recomputation
+  const double passes = 3 + (o.recompute ? 1 : 0);
+  w.layer_flops = passes * layer_forward_flops(model_spec(o.model), a.B) / tp;
+  w.layer_linear_flops = passes * 24 * a.N * a.C * a.C / tp;  // without attention's 4 B s^2 h
+  w.head_flops = 3 * 2 * a.N * a.C * a.vocab_rows;
+  // models/gpt2/block.hpp's buffers: activations (twice with recomputation) and temporaries
+  const double temps = a.N * a.C + a.n * a.C + 8 * a.N * a.Cl + a.N * a.C + 2 * a.n * a.C;
+  w.layer_fill = (layer_activation_elements(a) * (o.recompute ? 2 : 1) + temps) * e;
+  w.head_fill = (head_activation_elements(a) + 2 * a.N * a.C) * e;
+  return w;
+}
+
+// One microbatch through chunk k, seconds of compute: its linear layers' GEMMs and the other
+// kernels as measured, or (a cluster) all GEMM FLOPs at the GEMM rate; then its buffers' fill.
+inline double chunk_compute_s(const ChunkUnits& k, const MicrobatchWork& w, const Machine& machine,
+                              bool recompute) {
+  double s = 0;
+  if (machine.layer_kernels_s > 0)
+    s += (k.layers * w.layer_linear_flops + (k.head ? w.head_flops : 0)) / machine.gemm_flops +
+         k.layers * machine.layer_kernels_s * (recompute ? 4.0 / 3 : 1) +
+         (k.head ? machine.head_kernels_s : 0);
+  else
+    s += (k.layers * w.layer_flops + (k.head ? w.head_flops : 0)) / machine.gemm_flops;
+  if (machine.fill_bytes > 0)
+    s += (k.layers * w.layer_fill + (k.head ? w.head_fill : 0)) / machine.fill_bytes;
+  return s;
+}
+
+// TP of chunk k: Megatron's f and g per layer (plan::tp_all_reduces_per_layer), the embedding's
+// g, the head's f and the loss's two all-reduces per microbatch, added to st; under SP the
+// conjugates, and after the pipeline the all-reduce of the TP-replicated gradients (an average
+// DP shard of them). Returns the seconds of one microbatch's calls.
+inline double add_tp_calls(StagePrediction& st, const ChunkUnits& k, const gpt2::Options& o,
+                           const Precision& p, const MicrobatchWork& w, const Machine& machine,
+                           bool crosses) {
+  const int tp = o.mesh.tp, m = o.microbatches;
+  if (tp == 1) return 0;
+  const double n = k.layers * plan::tp_all_reduces_per_layer(o.recompute) + k.embedding + k.head;
+  double bytes = n * w.act, sec = n * machine.seconds(CommOp::all_reduce, tp, w.act, crosses, true);
+  if (o.sequence_parallel) bytes += (k.embedding + k.head) * w.act;  // the conjugates
+  if (k.head)
+    bytes += 3 * w.rows, sec += machine.seconds(CommOp::all_reduce, tp, w.rows, crosses, true) +
+                                machine.seconds(CommOp::all_reduce, tp, 2 * w.rows, crosses, true);
+  st.bytes.tp += m * bytes, st.seconds.tp += m * sec;
+  if (o.sequence_parallel) {
+    double replicated = 0;
+    for (const UnitSize& u : k.units)
+      replicated += u.name == "h"      ? 6.0 * o.model.hidden
+                    : u.name == "wpe"  ? double(o.model.seq) * o.model.hidden
+                    : u.name == "ln_f" ? 2.0 * o.model.hidden
+                                       : 0.0;
+    const double b = replicated / (o.zero.stage >= 1 ? o.mesh.dp : 1) * p.grad_bytes;
+    st.bytes.tp += b, st.after_s += machine.seconds(CommOp::all_reduce, tp, b, crosses);
+  }
+  return sec;
+}
+
+// PP of virtual stage g: a message each way per boundary per microbatch, added to st. Returns
+// the seconds of one microbatch's messages.
+inline double add_pp_calls(StagePrediction& st, int g, const gpt2::Options& o,
+                           const MicrobatchWork& w, const Machine& machine, bool crosses) {
+  const double boundaries = (g > 0) + (g < o.mesh.pp * o.virtual_stages - 1);
+  const double sec =
+      boundaries > 0 ? boundaries * machine.seconds(CommOp::send, 2, w.message, crosses, true) : 0;
+  st.bytes.pp += o.microbatches * boundaries * w.message, st.seconds.pp += o.microbatches * sec;
+  return sec;
+}
+
+// The DP calls of one stage's units: after the pipeline (started together) and per microbatch
+// (ZeRO-2/3).
+struct DpCalls {
+  std::vector<double> reduce, publish, gather_fwd, gather_bwd, scatter;
+};
+
+// Unit u of chunk k: the tied embedding's gradient (PP > 1) and the unit's DP calls (ZeRO §7.2,
+// plan::zero_dp_bytes: reductions once after the pipeline or per microbatch, ZeRO-3's gathers
+// before each forward and backward that read it), their bytes added to st.
+inline void add_unit_calls(StagePrediction& st, DpCalls& calls, const UnitSize& u,
+                           const ChunkUnits& k, const gpt2::Options& o, const Precision& p,
+                           const Machine& machine, bool pp_crosses) {
+  const ZeroPolicy& z = o.zero;
+  const int dp = o.mesh.dp, m = o.microbatches;
+  const double b = u.padded * p.param_bytes;
+  if (o.mesh.pp > 1 && u.name == "wte") {  // the tied embedding's gradient, held part
+    const double held = u.padded / (z.stage == 0 ? 1 : dp) * p.grad_bytes;
+    st.bytes.emb += held,
+        st.seconds.emb += machine.seconds(CommOp::all_reduce, 2, held, pp_crosses);
+  }
+  if (dp == 1) return;
+  const bool per_mb = z.stage >= 2 && z.reduce == GradReduce::per_microbatch;
+  (per_mb ? calls.scatter : calls.reduce).push_back(b);
+  // a tied unit read by the embedding and the head of one chunk is gathered twice; the
+  // embedding's backward reads no parameters
+  const bool tied_here = u.name == "wte" && k.embedding && k.head;
+  const bool embedding_only = k.embedding && (u.name == "wpe" || (u.name == "wte" && !k.head));
+  const int fwd = tied_here ? 2 : 1, bwd = embedding_only ? 0 : 1;
+  const bool gathers = z.stage == 3 && !z.keep_gathered;
+  if (!gathers && z.stage >= 1) calls.publish.push_back(b);
+  if (gathers) {
+    for (int n = 0; n < fwd; ++n) calls.gather_fwd.push_back(b);
+    for (int n = 0; n < bwd; ++n) calls.gather_bwd.push_back(b);
+  }
+  st.bytes.dp +=
+      plan::zero_dp_bytes(z.stage, b, b, per_mb ? m : 1, gathers ? m * (fwd + bwd) * b : b).total();
+}
+
+// ZeRO-2/3's per-microbatch calls are started ahead of their use (the next unit's gather
+// before this unit computes, each reduce-scatter as its unit's backward ends): per microbatch
+// they pay their bytes and one latency per pass. Adds the stage's DP seconds to st and returns
+// (one microbatch's, after the pipeline's).
+inline std::pair<double, double> dp_seconds(StagePrediction& st, const DpCalls& calls,
+                                            const gpt2::Options& o, const Machine& machine,
+                                            bool crosses) {
+  const int dp = o.mesh.dp;
+  const double loop = machine.seconds(CommOp::all_gather, dp, calls.gather_fwd, crosses, true) +
+                      machine.seconds(CommOp::all_gather, dp, calls.gather_bwd, crosses, true) +
+                      machine.seconds(CommOp::reduce_scatter, dp, calls.scatter, crosses, true);
+  const CommOp reduce = o.zero.stage == 0 ? CommOp::all_reduce : CommOp::reduce_scatter;
+  const double after = machine.seconds(reduce, dp, calls.reduce, crosses) +
+                       machine.seconds(CommOp::all_gather, dp, calls.publish, crosses);
+  st.seconds.dp += o.microbatches * loop + after;
+  return {loop, after};
+}
+
+// Pipeline rank s: its memory, each chunk's compute and calls, its DP calls, and what follows
+// the pipeline: DP, the tied embedding, the loss and the norm (one double each over the
+// world), AdamW on the owned elements.
+inline StagePrediction predict_stage(const gpt2::Options& o, const Precision& p,
+                                     const Machine& machine, const MicrobatchWork& w, int s,
+                                     const CrossesNodes& x) {
+  const int m = o.microbatches, dp = o.mesh.dp;
+  StagePrediction st;
+  st.states = stage_model_states(o, s, p);
+  st.activations = stage_activation_bytes(o, s, p);
+  double calls_mb = 0, compute_mb = 0;  // per microbatch
+  DpCalls calls;
+  const std::vector<ChunkUnits> chunks = stage_chunks(o, s);
+  for (int c = 0; c < static_cast<int>(chunks.size()); ++c) {
+    const ChunkUnits& k = chunks[c];
+    st.flops += m * (k.layers * w.layer_flops + (k.head ? w.head_flops : 0));
+    compute_mb += chunk_compute_s(k, w, machine, o.recompute);
+    calls_mb += add_tp_calls(st, k, o, p, w, machine, x.tp);
+    calls_mb += add_pp_calls(st, c * o.mesh.pp + s, o, w, machine, x.pp);
+    for (const UnitSize& u : k.units) add_unit_calls(st, calls, u, k, o, p, machine, x.pp);
+  }
+  const auto [loop_dp, after_dp] = dp_seconds(st, calls, o, machine, x.dp);
+  calls_mb += loop_dp;
+  st.compute_s = m * compute_mb;
+  st.microbatch_s = compute_mb + calls_mb;
+  const double owned = stage_parameters(o, s) / (o.zero.stage >= 1 ? dp : 1);
+  st.after_s +=
+      after_dp + st.seconds.emb +
+      2 * machine.seconds(CommOp::all_reduce, o.mesh.product(), double(sizeof(double)), x.pp) +
+      (machine.adamw_rate > 0 ? owned / machine.adamw_rate : 0);
+  return st;
+}
+}  // namespace detail
+
+// One step of run `o` on `machine`: each pipeline stage predicted, then the pipeline: m
+// microbatches on the slowest stage plus each other stage's once to fill and drain (Huang et
+// al. 2019), and the slowest stage's work after it.
+inline Prediction predict(const gpt2::Options& o, const Precision& p, const Machine& machine) {
+  validate(o, o.mesh.product());
+  const int m = o.microbatches, v = o.virtual_stages;
+  Prediction r;
+  if (!machine.measured) {
+    Config c;
+    c.tp = o.mesh.tp, c.pp = o.mesh.pp, c.dp = o.mesh.dp;
+    r.crosses = crosses_nodes(machine.cluster, c);
+  }
+  const detail::MicrobatchWork w = detail::microbatch_work(o, p);
+  for (int s = 0; s < o.mesh.pp; ++s)
+    r.stages.push_back(detail::predict_stage(o, p, machine, w, s, r.crosses));
+  double slowest = 0, sum = 0;
+  for (const StagePrediction& st : r.stages) {
+    slowest = std::max(slowest, st.microbatch_s);
+    sum += st.microbatch_s;
+    r.after_s = std::max(r.after_s, st.after_s);
+  }
+  r.pipeline_s = m * slowest + (sum - slowest) / v;
+  r.step_s = r.pipeline_s + r.after_s;
+  r.bubble_formula = plan::bubble_share(o.mesh.pp, m, v);
+  return r;
+}
+
+// The calls a run makes, as (operation, group size): inside its microbatch loop (TP, PP,
+// ZeRO-2/3's per-microbatch reduce-scatters, ZeRO-3's gathers) and after it (the DP reductions
+// and all-gathers, the tied embedding, the loss and norm over the world).
+inline std::vector<std::pair<CommOp, int>> loop_calls(const gpt2::Options& o) {
+  const MeshShape& s = o.mesh;
+  std::vector<std::pair<CommOp, int>> calls;
+  if (s.tp > 1) calls.push_back({CommOp::all_reduce, s.tp});
+  if (s.pp > 1) calls.push_back({CommOp::send, 2});
+  if (s.dp > 1 && o.zero.stage >= 2 && o.zero.reduce == GradReduce::per_microbatch)
+    calls.push_back({CommOp::reduce_scatter, s.dp});
+  if (s.dp > 1 && o.zero.stage == 3 && !o.zero.keep_gathered)
+    calls.push_back({CommOp::all_gather, s.dp});
+  return calls;
+}
+inline std::vector<std::pair<CommOp, int>> after_calls(const gpt2::Options& o) {
+  const MeshShape& s = o.mesh;
+  std::vector<std::pair<CommOp, int>> calls{{CommOp::all_reduce, s.product()}};
+  if (s.pp > 1) calls.push_back({CommOp::all_reduce, 2});
+  if (s.tp > 1 && o.sequence_parallel) calls.push_back({CommOp::all_reduce, s.tp});
+  if (s.dp > 1 && o.zero.stage == 0) calls.push_back({CommOp::all_reduce, s.dp});
+  if (s.dp > 1 && o.zero.stage >= 1)
+    calls.insert(calls.end(), {{CommOp::reduce_scatter, s.dp}, {CommOp::all_gather, s.dp}});
+  return calls;
+}
+
+}  // namespace trident::costmodel
