@@ -159,6 +159,14 @@ TEST_CASE("a wrong placement is one Error naming the expected and the given layo
                        "RowParallelLinear x: expected (8, 8) Shard(1) over 2 ranks, given "
                        "(8, 6) Shard(1) over 2 ranks",
                        Error);
+  const VocabParallelEmbedding<double> emb{0, 34, 6};
+  const std::vector<std::int32_t> tokens(4, 1);
+  const auto wte = shard(random_matrix(67, 6, 4), tp, Placement::Shard(0), 68);
+  ShardedTensor<double> dwte(wte.layout()), dwpe(tp.layout(4, 6, Placement::Shard(0)));
+  CHECK_THROWS_WITH_AS(emb.backward(tp, xs, tokens, 1, dwte, dwpe),
+                       "VocabParallelEmbedding dwpe: expected (4, 6) Replicate over 2 ranks, "
+                       "given (4, 6) Shard(0) over 2 ranks",
+                       Error);
   const VocabParallelHead<double> head{0, 34, 67, 6};
   ShardedTensor<double> probs;
   const std::vector<std::int32_t> targets(4, 1);

@@ -54,7 +54,7 @@ struct ColumnParallelLinear {
   // On sharded tensors: y = x W + b, (N, t*out) Shard(1).
   ShardedTensor<T> forward(const TensorParallel& tp, ShardedView<const T> x, ShardedView<const T> w,
                            ShardedView<const T> b) const {
-    const int N = check(tp, x, w, b);
+    const int N = check(tp, x, w, b, "b");
     ShardedTensor<T> y(tp.layout(N, std::int64_t(out) * tp.size(), Placement::Shard(1)));
     std::vector<T> x_full(tp.sequence_parallel ? std::size_t(N) * in : 0);
     forward(tp, y.local().data(), x.data, x_full.data(), w.data, b.data, N);
@@ -65,7 +65,7 @@ struct ColumnParallelLinear {
   ShardedTensor<T> backward(const TensorParallel& tp, ShardedView<const T> dy,
                             ShardedView<const T> x, ShardedView<const T> w, ShardedView<T> dw,
                             ShardedView<T> db) const {
-    const int N = check(tp, x, w, db);
+    const int N = check(tp, x, w, db, "db");
     expect_layout("ColumnParallelLinear dy", dy.layout,
                   tp.layout(N, std::int64_t(out) * tp.size(), Placement::Shard(1)));
     expect_layout("ColumnParallelLinear dw", dw.layout, w.layout);
@@ -79,13 +79,14 @@ struct ColumnParallelLinear {
   }
 
  private:
-  // Checks x, w and b (or db); returns N.
+  // Checks x, w and the bias (named `bias`: b or db); returns N.
   int check(const TensorParallel& tp, const ShardedView<const T>& x, const ShardedView<const T>& w,
-            const ShardedView<const T>& b) const {
+            const ShardedView<const T>& b, const char* bias) const {
     const std::int64_t N = x.layout.rows(), O = std::int64_t(out) * tp.size();
     expect_layout("ColumnParallelLinear x", x.layout, tp.layout(N, in, tp.activation_placement()));
     expect_layout("ColumnParallelLinear w", w.layout, tp.layout(in, O, Placement::Shard(1)));
-    expect_layout("ColumnParallelLinear b", b.layout, tp.layout(O, 0, Placement::Shard(0)));
+    expect_layout(std::string("ColumnParallelLinear ") + bias, b.layout,
+                  tp.layout(O, 0, Placement::Shard(0)));
     return int(N);
   }
 };

@@ -50,7 +50,7 @@ struct VocabParallelEmbedding {
   ShardedTensor<T> forward(const TensorParallel& tp, const std::vector<std::int32_t>& tokens, int B,
                            ShardedView<const T> wte, ShardedView<const T> wpe) const {
     const int N = int(tokens.size());
-    check(tp, wte, wpe);
+    check(tp, wte, wpe, "");
     ShardedTensor<T> h(tp.layout(N, C, tp.activation_placement()));
     std::vector<T> partial(std::size_t(N) * C);
     forward(tp, h.local().data(), partial.data(), tokens.data(), wte.data, wpe.data, N, B);
@@ -61,24 +61,27 @@ struct VocabParallelEmbedding {
                 const std::vector<std::int32_t>& tokens, int B, ShardedView<T> dwte,
                 ShardedView<T> dwpe) const {
     const int N = int(tokens.size());
-    check(tp, dwte, dwpe);
+    check(tp, dwte, dwpe, "d");
     expect_layout("VocabParallelEmbedding dh", dh.layout,
                   tp.layout(N, C, tp.activation_placement()));
     std::vector<T> dh_full(tp.sequence_parallel ? std::size_t(N) * C : 0);
     backward(tp, dwte.data, dwpe.data, dh.data, dh_full.data(), tokens.data(), N, B);
   }
-  void check(const TensorParallel& tp, const ShardedView<const T>& wte,
-             const ShardedView<const T>& wpe) const {
-    expect_layout(
-        "VocabParallelEmbedding wte", wte.layout,
-        tp.layout(wte.layout.rows(), C, Placement::Shard(0), std::int64_t(rows) * tp.size()));
-    expect_layout("VocabParallelEmbedding wpe", wpe.layout,
-                  tp.layout(wpe.layout.rows(), C, Placement::Replicate()));
-  }
 
   // Position of this rank's first row: 0, or the start of its sequence shard under SP.
   static int first_position(const TensorParallel& tp, int N, int B) {
     return tp.sequence_parallel ? tp.rank() * (N / B / tp.size()) : 0;
+  }
+
+ private:
+  // Checks wte and wpe (or their gradients: d = "d").
+  void check(const TensorParallel& tp, const ShardedView<const T>& wte,
+             const ShardedView<const T>& wpe, const std::string& d) const {
+    expect_layout(
+        "VocabParallelEmbedding " + d + "wte", wte.layout,
+        tp.layout(wte.layout.rows(), C, Placement::Shard(0), std::int64_t(rows) * tp.size()));
+    expect_layout("VocabParallelEmbedding " + d + "wpe", wpe.layout,
+                  tp.layout(wpe.layout.rows(), C, Placement::Replicate()));
   }
 };
 
