@@ -73,7 +73,7 @@ inline std::vector<std::vector<long long>> axis_groups(const MeshShape& s, char 
 // from each rank's bytes per axis (`ranks`, world rank order: RunReport's formula, or the cost
 // model's). DP: ZeRO-0 an all-reduce of Psi; else reduce-scatters (once, or per microbatch) and
 // all-gathers (the rest). emb: the tied embedding's all-reduce between first and last stage.
-inline AxisFigures inter_node_bytes(const TrainOptions& o, const std::vector<RankFigures>& ranks,
+inline AxisFigures inter_node_bytes(const gpt2::Options& o, const std::vector<RankFigures>& ranks,
                                     const Precision& p, const InterNode& nodes) {
   const MeshShape& s = o.mesh;
   AxisFigures x;
@@ -129,7 +129,7 @@ inline LinearFit measure_link(const Comm& world, const InterNode& nodes) {
 // cross nodes priced on the link instead: its calibrated latency, and the link's bytes/s each
 // way shared by all the axis' groups that make the call at once (their crossing bytes, half
 // each way for a collective, over the call's CommStats bytes).
-inline Machine over_link(Machine m, const TrainOptions& o, const InterNode& nodes,
+inline Machine over_link(Machine m, const gpt2::Options& o, const InterNode& nodes,
                          double link_bytes_per_s) {
   if (!m.measured) return m;
   const MeshShape& s = o.mesh;
