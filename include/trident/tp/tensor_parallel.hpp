@@ -66,6 +66,25 @@ struct TensorParallel {
     return to_replicate(dy, dy_full, N, cols);
   }
 
+  // The former names, by element count (n_local: this rank's elements in the activations'
+  // placement), kept while branches that call them are merged; use f_* and g_* above.
+  template <class T>
+  const T* enter(const T* x, T* x_full, std::size_t n_local) const {
+    return f_forward(x, x_full, rows_of(n_local), 1);
+  }
+  template <class T>
+  void enter_backward(T* dx, T* dx_full, std::size_t n_local) const {
+    f_backward(dx, dx_full, rows_of(n_local), 1);
+  }
+  template <class T>
+  void exit(T* y, T* y_partial, std::size_t n_local) const {
+    g_forward(y, y_partial, rows_of(n_local), 1);
+  }
+  template <class T>
+  const T* exit_backward(const T* dy, T* dy_full, std::size_t n_local) const {
+    return g_backward(dy, dy_full, rows_of(n_local), 1);
+  }
+
   // The bare collectives over TP, for what is outside the layer pairs (e.g. the sum of the
   // gradients of SP-replicated parameters).
   template <class T>
@@ -74,6 +93,9 @@ struct TensorParallel {
   }
 
  private:
+  int rows_of(std::size_t n_local) const {
+    return static_cast<int>(sequence_parallel ? n_local * size() : n_local);
+  }
   template <class T>
   const T* to_replicate(const T* x, T* full, int N, int cols) const {
     if (!sequence_parallel) return x;
