@@ -31,6 +31,10 @@ struct Placement {
   static Placement Shard(int dim, int chunks = 1) { return {Kind::shard, dim, chunks}; }
   static Placement Partial() { return {Kind::partial, 0, 1}; }
   bool is_shard() const { return kind == Kind::shard; }
+  bool operator==(const Placement& o) const {
+    return kind == o.kind && (kind != Kind::shard || (dim == o.dim && chunks == o.chunks));
+  }
+  bool operator!=(const Placement& o) const { return !(*this == o); }
   std::string to_string() const {
     if (kind == Kind::replicate) return "Replicate";
     if (kind == Kind::partial) return "Partial(sum)";
@@ -108,6 +112,24 @@ class ShardLayout {
   std::int64_t local_numel(int r) const { return local_extent(0, r) * local_extent(1, r); }
   // Offset of this rank's block in the sharded dimension (for chunks = 1).
   std::int64_t offset() const { return global_index(dim2(), 0); }
+  // Extent of the sharded dimension after padding (0 when not sharded).
+  std::int64_t padded_extent() const { return extent_; }
+
+  // Same tensor, same split: shape, placement, ranks and padding.
+  bool operator==(const ShardLayout& o) const {
+    return shape_ == o.shape_ && placement_ == o.placement_ && ranks_ == o.ranks_ &&
+           extent_ == o.extent_;
+  }
+  // e.g. "(8, 6) Shard(1) over 2 ranks", "(67, 6) Shard(0) padded to 68 over 4 ranks".
+  std::string to_string() const {
+    std::string s = "(";
+    for (std::size_t d = 0; d < shape_.size(); ++d)
+      s += (d ? ", " : "") + std::to_string(shape_[d]);
+    s += ") " + placement_.to_string();
+    if (placement_.is_shard() && extent_ != shape_.at(placement_.dim))
+      s += " padded to " + std::to_string(extent_);
+    return s + " over " + std::to_string(ranks_) + " ranks";
+  }
 
  private:
   std::vector<std::int64_t> shape_;
@@ -115,5 +137,13 @@ class ShardLayout {
   int ranks_ = 1, rank_ = 0;
   std::int64_t extent_ = 0;
 };
+
+// Throws Error "<what>: expected <layout>, given <layout>" unless `given` is `expected`: how
+// the tensor-parallel layers check the placements of their sharded tensors.
+inline void expect_layout(const std::string& what, const ShardLayout& given,
+                          const ShardLayout& expected) {
+  if (!(given == expected))
+    fail(what + ": expected " + expected.to_string() + ", given " + given.to_string());
+}
 
 }  // namespace trident

@@ -3,16 +3,32 @@
 // A ShardedTensor holds this rank's block (row-major, padding included) and the ShardLayout
 // that says where the block sits in the global tensor. Blocks are made from a global tensor,
 // or from a function of the global element index (how parameters are initialised, so that any
-// rank generates exactly its block: ARCHITECTURE §3).
+// rank generates exactly its block: ARCHITECTURE §3). A ShardedView is the same pair without
+// ownership: a layout over a buffer someone else holds (a stage's activations), so layers and
+// redistribute() work on the hot path without copying.
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "matrix.hpp"
 #include "placement.hpp"
 
 namespace trident {
+
+// This rank's block `data` (row-major, layout.local_numel() elements) of a tensor laid out by
+// `layout`. T may be const.
+template <class T>
+struct ShardedView {
+  T* data = nullptr;
+  ShardLayout layout;
+
+  ShardedView() = default;
+  ShardedView(T* d, ShardLayout l) : data(d), layout(std::move(l)) {}
+  template <class U, class = std::enable_if_t<std::is_same_v<const U, T> && !std::is_same_v<U, T>>>
+  ShardedView(const ShardedView<U>& v) : data(v.data), layout(v.layout) {}  // to const
+};
 
 template <class T>
 class ShardedTensor {
@@ -37,6 +53,10 @@ class ShardedTensor {
   const ShardLayout& layout() const { return layout_; }
   const Matrix<T>& local() const { return local_; }
   Matrix<T>& local() { return local_; }
+  ShardedView<T> view() { return {local_.data(), layout_}; }
+  ShardedView<const T> view() const { return {local_.data(), layout_}; }
+  operator ShardedView<T>() { return view(); }
+  operator ShardedView<const T>() const { return view(); }
 
  private:
   ShardLayout layout_;

@@ -9,6 +9,14 @@
 // sequence parallelism (Korthikanti et al. 2022) f becomes an all-gather along the sequence
 // and g a reduce-scatter, and the rows outside the pair are this rank's sequence shard.
 //
+// Two forms of each call: on raw buffers (the kernels; a stage's hot path), and on sharded
+// tensors (tensor/sharded_tensor.hpp: ShardedTensor, or a ShardedView over a buffer), whose
+// layouts are checked: a wrong placement or shape throws Error naming the expected and the
+// given layout. Placements over TP, with A = tp.activation_placement() (Replicate, or Shard(0)
+// under SP):
+//   ColumnParallelLinear  x (N, in) A;  w (in, t*out) Shard(1);  b (t*out) Shard(0)  -> Shard(1)
+//   RowParallelLinear     x (N, t*in) Shard(1);  w (t*in, out) Shard(0);  b (out) Replicate -> A
+//
 // Sizes: N rows (tokens of the microbatch), n = tp.local_rows(N) rows in the
 // sequence-parallel regions (N, or N/t with SP).
 #pragma once
@@ -30,7 +38,7 @@ struct ColumnParallelLinear {
   // Returns the (N, in) input the product used (x, or x_full) — keep it for backward.
   const T* forward(const TensorParallel& tp, T* y, const T* x, T* x_full, const T* w, const T* b,
                    int N) const {
-    const T* used = tp.enter(x, x_full, std::size_t(tp.local_rows(N)) * in);
+    const T* used = tp.f_forward(x, x_full, N, in);
     nn::linear_forward(y, used, w, b, N, in, out);
     return used;
   }
@@ -40,8 +48,46 @@ struct ColumnParallelLinear {
                 const T* x_used, const T* w, int N,
                 nn::BackwardPart part = nn::BackwardPart::both) const {
     nn::linear_backward(dx_full, dw, db, dy, x_used, w, N, in, out, part);
-    if (nn::computes_input(part))
-      tp.enter_backward(dx, dx_full, std::size_t(tp.local_rows(N)) * in);
+    if (nn::computes_input(part)) tp.f_backward(dx, dx_full, N, in);
+  }
+
+  // On sharded tensors: y = x W + b, (N, t*out) Shard(1).
+  ShardedTensor<T> forward(const TensorParallel& tp, ShardedView<const T> x, ShardedView<const T> w,
+                           ShardedView<const T> b) const {
+    const int N = check(tp, x, w, b, "b");
+    ShardedTensor<T> y(tp.layout(N, std::int64_t(out) * tp.size(), Placement::Shard(1)));
+    std::vector<T> x_full(tp.sequence_parallel ? std::size_t(N) * in : 0);
+    forward(tp, y.local().data(), x.data, x_full.data(), w.data, b.data, N);
+    return y;
+  }
+  // dy: y's layout; dw, db (w's, b's layouts) accumulate. Returns dx in x's layout. Under SP x
+  // is gathered again, as Megatron-LM does, rather than kept whole from forward.
+  ShardedTensor<T> backward(const TensorParallel& tp, ShardedView<const T> dy,
+                            ShardedView<const T> x, ShardedView<const T> w, ShardedView<T> dw,
+                            ShardedView<T> db) const {
+    const int N = check(tp, x, w, db, "db");
+    expect_layout("ColumnParallelLinear dy", dy.layout,
+                  tp.layout(N, std::int64_t(out) * tp.size(), Placement::Shard(1)));
+    expect_layout("ColumnParallelLinear dw", dw.layout, w.layout);
+    std::vector<T> x_full(tp.sequence_parallel ? std::size_t(N) * in : 0), dx_full;
+    const T* used = tp.f_forward(x.data, x_full.data(), N, in);
+    ShardedTensor<T> dx(x.layout);
+    if (tp.sequence_parallel) dx_full.resize(std::size_t(N) * in);
+    T* full = tp.sequence_parallel ? dx_full.data() : dx.local().data();
+    backward(tp, dx.local().data(), full, dw.data, db.data, dy.data, used, w.data, N);
+    return dx;
+  }
+
+ private:
+  // Checks x, w and the bias (named `bias`: b or db); returns N.
+  int check(const TensorParallel& tp, const ShardedView<const T>& x, const ShardedView<const T>& w,
+            const ShardedView<const T>& b, const char* bias) const {
+    const std::int64_t N = x.layout.rows(), O = std::int64_t(out) * tp.size();
+    expect_layout("ColumnParallelLinear x", x.layout, tp.layout(N, in, tp.activation_placement()));
+    expect_layout("ColumnParallelLinear w", w.layout, tp.layout(in, O, Placement::Shard(1)));
+    expect_layout(std::string("ColumnParallelLinear ") + bias, b.layout,
+                  tp.layout(O, 0, Placement::Shard(0)));
+    return int(N);
   }
 };
 
@@ -55,7 +101,7 @@ struct RowParallelLinear {
                int N) const {
     const int n = tp.local_rows(N);
     nn::linear_forward(y_partial, x, w, static_cast<const T*>(nullptr), N, in, out);
-    tp.exit(y, y_partial, std::size_t(n) * out);
+    tp.g_forward(y, y_partial, N, out);
     if (b) MatMap<T>(y, n, out).rowwise() += CRowMap<T>(b, out);  // bias after the reduction
   }
   // dy: (n, out); dy_full: (N, out) buffer used under SP; dx: (N, in). dw, db accumulate (db
@@ -68,8 +114,45 @@ struct RowParallelLinear {
     if (db && nn::computes_weights(part))
       RowMap<T>(db, out) += CMatMap<T>(dy, n, out).colwise().sum();
     const T* d = !nn::computes_input(part) ? (tp.sequence_parallel ? dy_full : dy)
-                                           : tp.exit_backward(dy, dy_full, std::size_t(n) * out);
+                                           : tp.g_backward(dy, dy_full, N, out);
     nn::linear_backward(dx, dw, static_cast<T*>(nullptr), d, x, w, N, in, out, part);
+  }
+
+  // On sharded tensors: y = g(x W) + b, (N, out) in the activations' placement.
+  ShardedTensor<T> forward(const TensorParallel& tp, ShardedView<const T> x, ShardedView<const T> w,
+                           ShardedView<const T> b) const {
+    const int N = check(tp, x, w);
+    expect_layout("RowParallelLinear b", b.layout, tp.layout(out, 0, Placement::Replicate()));
+    ShardedTensor<T> y(tp.layout(N, out, tp.activation_placement()));
+    std::vector<T> y_partial(std::size_t(N) * out);
+    forward(tp, y.local().data(), y_partial.data(), x.data, w.data, b.data, N);
+    return y;
+  }
+  // dy: y's layout; dw (w's layout) and db accumulate; db is (out) Replicate, or Partial under
+  // SP (each rank adds its sequence shard's sum: redistribute to Replicate sums it). Returns dx
+  // in x's layout.
+  ShardedTensor<T> backward(const TensorParallel& tp, ShardedView<const T> dy,
+                            ShardedView<const T> x, ShardedView<const T> w, ShardedView<T> dw,
+                            ShardedView<T> db) const {
+    const int N = check(tp, x, w);
+    expect_layout("RowParallelLinear dy", dy.layout, tp.layout(N, out, tp.activation_placement()));
+    expect_layout("RowParallelLinear dw", dw.layout, w.layout);
+    expect_layout(
+        "RowParallelLinear db", db.layout,
+        tp.layout(out, 0, tp.sequence_parallel ? Placement::Partial() : Placement::Replicate()));
+    ShardedTensor<T> dx(x.layout);
+    std::vector<T> dy_full(tp.sequence_parallel ? std::size_t(N) * out : 0);
+    backward(tp, dx.local().data(), dw.data, db.data, dy.data, dy_full.data(), x.data, w.data, N);
+    return dx;
+  }
+
+ private:
+  int check(const TensorParallel& tp, const ShardedView<const T>& x,
+            const ShardedView<const T>& w) const {
+    const std::int64_t N = x.layout.rows(), I = std::int64_t(in) * tp.size();
+    expect_layout("RowParallelLinear x", x.layout, tp.layout(N, I, Placement::Shard(1)));
+    expect_layout("RowParallelLinear w", w.layout, tp.layout(I, out, Placement::Shard(0)));
+    return int(N);
   }
 };
 
@@ -77,13 +160,9 @@ struct RowParallelLinear {
 // local (N, out). Collective over TP. (Megatron's gather_output option.)
 template <class T>
 void gather_columns(const TensorParallel& tp, T* full, const T* local, int N, int out) {
-  const int t = tp.size();
-  std::vector<T> blocks(std::size_t(N) * out * t);
-  tp.comm->all_gather(Span<const T>(local, std::size_t(N) * out), Span<T>(blocks));
-  for (int r = 0; r < t; ++r)
-    for (int i = 0; i < N; ++i)
-      std::copy_n(&blocks[(std::size_t(r) * N + i) * out], out,
-                  full + std::size_t(i) * out * t + r * out);
+  redistribute<T>({local, tp.layout(N, std::int64_t(out) * tp.size(), Placement::Shard(1))},
+                  {full, tp.layout(N, std::int64_t(out) * tp.size(), Placement::Replicate())},
+                  *tp.comm);
 }
 
 }  // namespace trident

@@ -1,18 +1,24 @@
 // trident/tp/tensor_parallel.hpp: the tensor-parallel group and Megatron's conjugate operators.
 //
-// Shoeybi et al. 2019 (Megatron-LM), §3: `f` is the identity in forward and an all-reduce in
-// backward; `g` is an all-reduce in forward and the identity in backward. Sequence parallelism
-// (Korthikanti et al. 2022, §4.2.2) replaces them by an all-gather along the sequence (forward;
-// reduce-scatter in backward) before a column-parallel layer, and a reduce-scatter (forward;
-// all-gather in backward) after a row-parallel one. Activations are (tokens, features) in
-// [s, b] order, so a sequence shard is a contiguous block of rows.
+// Shoeybi et al. 2019 (Megatron-LM), §3, Figure 3: `f` is the identity in forward and an
+// all-reduce in backward; `g` is an all-reduce in forward and the identity in backward. Sequence
+// parallelism (Korthikanti et al. 2022, §4.2.2) replaces them by an all-gather along the
+// sequence (forward; reduce-scatter in backward) before a column-parallel layer, and a
+// reduce-scatter (forward; all-gather in backward) after a row-parallel one. Activations are
+// (tokens, features) in [s, b] order, so a sequence shard is a contiguous block of rows.
+//
+// In placements (tensor/placement.hpp), with A the activations' placement outside the layer
+// pairs (Replicate, or Shard(0) under SP):
+//   f_forward   A -> Replicate          g_forward   Partial -> A
+//   f_backward  Partial -> A            g_backward  A -> Replicate
+// Each is a redistribute() (tensor/redistribute.hpp) between views of the caller's buffers.
 #pragma once
 
-#include <algorithm>
 #include <string>
 
 #include "../core/comm.hpp"
 #include "../core/error.hpp"
+#include "../tensor/redistribute.hpp"
 
 namespace trident {
 
@@ -24,59 +30,61 @@ struct TensorParallel {
   int rank() const { return comm->rank(); }
   // Rows this rank holds in the sequence-parallel regions (LayerNorm, residual): all N, or N/t.
   int local_rows(int rows) const { return sequence_parallel ? rows / size() : rows; }
+  // The activations' placement there: a block of the sequence (SP), or all of it.
+  Placement activation_placement() const {
+    return sequence_parallel ? Placement::Shard(0) : Placement::Replicate();
+  }
+  // The layout of a (rows, cols) tensor (cols = 0: a vector of rows) over this TP group.
+  ShardLayout layout(std::int64_t rows, std::int64_t cols, Placement p,
+                     std::int64_t padded = 0) const {
+    return ShardLayout(cols ? std::vector<std::int64_t>{rows, cols} : std::vector{rows}, p, size(),
+                       rank(), padded);
+  }
 
-  // f (forward identity) / g backward: nothing to do. f backward, g forward: sum over TP.
+  // Megatron's f, forward: x (n, cols) in the activations' placement to (N, cols) Replicate.
+  // Without SP the identity (returns x); with SP the all-gather into x_full (returns x_full).
+  template <class T>
+  const T* f_forward(const T* x, T* x_full, int N, int cols) const {
+    return to_replicate(x, x_full, N, cols);
+  }
+  // f, backward: dx_full (N, cols) Partial to dx (n, cols): the all-reduce (dx may be dx_full)
+  // or, with SP, the reduce-scatter.
+  template <class T>
+  void f_backward(T* dx, const T* dx_full, int N, int cols) const {
+    sum_partial(dx, dx_full, N, cols);
+  }
+  // g, forward: the row-parallel layer's partial sums y_partial (N, cols) to y (n, cols): the
+  // all-reduce (y may be y_partial) or, with SP, the reduce-scatter.
+  template <class T>
+  void g_forward(T* y, const T* y_partial, int N, int cols) const {
+    sum_partial(y, y_partial, N, cols);
+  }
+  // g, backward: dy (n, cols) to (N, cols) Replicate: the identity (returns dy) or, with SP,
+  // the all-gather into dy_full (returns dy_full).
+  template <class T>
+  const T* g_backward(const T* dy, T* dy_full, int N, int cols) const {
+    return to_replicate(dy, dy_full, N, cols);
+  }
+
+  // The bare collectives over TP, for what is outside the layer pairs (e.g. the sum of the
+  // gradients of SP-replicated parameters).
   template <class T>
   void all_reduce(T* x, std::size_t n) const {
     comm->all_reduce(Span<T>(x, n));
   }
-  // SP: the whole sequence from the shards. full: (t * n_local) elements.
-  template <class T>
-  void gather_sequence(T* full, const T* local, std::size_t n_local) const {
-    comm->all_gather(Span<const T>(local, n_local), Span<T>(full, n_local * size()));
-  }
-  // SP: this rank's sequence shard of the sum over TP.
-  template <class T>
-  void reduce_scatter_sequence(T* local, const T* full, std::size_t n_local) const {
-    comm->reduce_scatter(Span<const T>(full, n_local * size()), Span<T>(local, n_local));
-  }
 
-  // Into the region where every TP rank needs all rows (before a column-parallel layer):
-  // f's forward (x_full = x, nothing to do: returns x) or SP's all-gather into `buffer`.
+ private:
   template <class T>
-  const T* enter(const T* x, T* buffer, std::size_t n_local) const {
+  const T* to_replicate(const T* x, T* full, int N, int cols) const {
     if (!sequence_parallel) return x;
-    gather_sequence(buffer, x, n_local);
-    return buffer;
+    redistribute<T>({x, layout(N, cols, Placement::Shard(0))},
+                    {full, layout(N, cols, Placement::Replicate())}, *comm);
+    return full;
   }
-  // Back out of that region in backward: f's backward (all-reduce of dx_full, in place, then
-  // dx = dx_full) or SP's reduce-scatter of dx_full into dx.
   template <class T>
-  void enter_backward(T* dx, T* dx_full, std::size_t n_local) const {
-    if (!sequence_parallel) {
-      all_reduce(dx_full, n_local);
-      if (dx != dx_full) std::copy_n(dx_full, n_local, dx);
-      return;
-    }
-    reduce_scatter_sequence(dx, dx_full, n_local);
-  }
-  // Out of a row-parallel layer: g's forward (all-reduce of the partial sums, result in
-  // y_partial, which is then also y) or SP's reduce-scatter into y.
-  template <class T>
-  void exit(T* y, T* y_partial, std::size_t n_local) const {
-    if (!sequence_parallel) {
-      all_reduce(y_partial, n_local);
-      if (y != y_partial) std::copy_n(y_partial, n_local, y);
-      return;
-    }
-    reduce_scatter_sequence(y, y_partial, n_local);
-  }
-  // Its backward: g's (identity: returns dy) or SP's all-gather into `buffer`.
-  template <class T>
-  const T* exit_backward(const T* dy, T* buffer, std::size_t n_local) const {
-    if (!sequence_parallel) return dy;
-    gather_sequence(buffer, dy, n_local);
-    return buffer;
+  void sum_partial(T* out, const T* partial, int N, int cols) const {
+    redistribute<T>({partial, layout(N, cols, Placement::Partial())},
+                    {out, layout(N, cols, activation_placement())}, *comm);
   }
 };
 

@@ -6,12 +6,17 @@
 // bug of Megatron-LM issue 1754). The LM head is tied to the same rows. Logits are never
 // gathered: the softmax needs only an all-reduce of the row maxima and of the sums of
 // exponentials, and the target logit comes from the rank that owns it.
+//
+// Each call has a raw-buffer form and a form on sharded tensors whose layouts are checked (a
+// wrong placement throws Error naming the expected and the given layout), as in tp/linear.hpp.
 #pragma once
 
+#include <vector>
 #include "../backend/cpu/gemm.hpp"
 #include "../nn/backward_part.hpp"
 #include "../nn/cross_entropy.hpp"
 #include "../nn/embedding.hpp"
+
 #include "tensor_parallel.hpp"
 
 namespace trident {
@@ -27,7 +32,7 @@ struct VocabParallelEmbedding {
                const T* wpe, int N, int B) const {
     nn::token_embedding_forward(partial, tokens, wte, N, C, vocab_begin, vocab_begin + rows);
     const int n = tp.local_rows(N);
-    tp.exit(h, partial, std::size_t(n) * C);
+    tp.g_forward(h, partial, N, C);
     if (wpe) nn::position_embedding_forward(h, wpe, n, B, first_position(tp, N, B), C);
   }
   // dh: (n, C); dh_full: (N, C) buffer used under SP. dwte, dwpe accumulate. The embedding has
@@ -36,12 +41,48 @@ struct VocabParallelEmbedding {
                 const std::int32_t* tokens, int N, int B) const {
     const int n = tp.local_rows(N);
     if (dwpe) nn::position_embedding_backward(dwpe, dh, n, B, first_position(tp, N, B), C);
-    const T* d = tp.exit_backward(dh, dh_full, std::size_t(n) * C);
+    const T* d = tp.g_backward(dh, dh_full, N, C);
     nn::token_embedding_backward(dwte, d, tokens, N, C, vocab_begin, vocab_begin + rows);
   }
+
+  // On sharded tensors (layouts checked as tp/linear.hpp's): tokens (N) in [s, b] order, B
+  // sequences; wte (V, C) Shard(0) padded to t * rows; wpe (S, C) Replicate. Returns h (N, C)
+  // in the activations' placement (Replicate, or Shard(0) under SP).
+  ShardedTensor<T> forward(const TensorParallel& tp, const std::vector<std::int32_t>& tokens, int B,
+                           ShardedView<const T> wte, ShardedView<const T> wpe) const {
+    const int N = int(tokens.size());
+    check(tp, wte, wpe, "");
+    ShardedTensor<T> h(tp.layout(N, C, tp.activation_placement()));
+    std::vector<T> partial(std::size_t(N) * C);
+    forward(tp, h.local().data(), partial.data(), tokens.data(), wte.data, wpe.data, N, B);
+    return h;
+  }
+  // dh: h's layout; dwte, dwpe (wte's, wpe's layouts) accumulate.
+  void backward(const TensorParallel& tp, ShardedView<const T> dh,
+                const std::vector<std::int32_t>& tokens, int B, ShardedView<T> dwte,
+                ShardedView<T> dwpe) const {
+    const int N = int(tokens.size());
+    check(tp, dwte, dwpe, "d");
+    expect_layout("VocabParallelEmbedding dh", dh.layout,
+                  tp.layout(N, C, tp.activation_placement()));
+    std::vector<T> dh_full(tp.sequence_parallel ? std::size_t(N) * C : 0);
+    backward(tp, dwte.data, dwpe.data, dh.data, dh_full.data(), tokens.data(), N, B);
+  }
+
   // Position of this rank's first row: 0, or the start of its sequence shard under SP.
   static int first_position(const TensorParallel& tp, int N, int B) {
     return tp.sequence_parallel ? tp.rank() * (N / B / tp.size()) : 0;
+  }
+
+ private:
+  // Checks wte and wpe (or their gradients: d = "d").
+  void check(const TensorParallel& tp, const ShardedView<const T>& wte,
+             const ShardedView<const T>& wpe, const std::string& d) const {
+    expect_layout(
+        "VocabParallelEmbedding " + d + "wte", wte.layout,
+        tp.layout(wte.layout.rows(), C, Placement::Shard(0), std::int64_t(rows) * tp.size()));
+    expect_layout("VocabParallelEmbedding " + d + "wpe", wpe.layout,
+                  tp.layout(wpe.layout.rows(), C, Placement::Replicate()));
   }
 };
 
@@ -57,7 +98,7 @@ struct VocabParallelHead {
   // Returns the (N, C) input used — keep it for backward.
   const T* forward(const TensorParallel& tp, T* losses, T* probs, const T* h, T* h_full,
                    const T* wte, const std::int32_t* targets, int N) const {
-    const T* used = tp.enter(h, h_full, std::size_t(tp.local_rows(N)) * C);
+    const T* used = tp.f_forward(h, h_full, N, C);
     backend::gemm(backend::view(probs, N, rows), backend::cview(used, N, C),
                   backend::cview(wte, rows, C), false, true, T(0));  // logits, in place
     auto all_max = [&](T* x, int n) { tp.comm->all_reduce(Span<T>(x, n), ReduceOp::max); };
@@ -92,7 +133,50 @@ struct VocabParallelHead {
     if (!nn::computes_input(part)) return;
     backend::gemm(backend::view(dh_full, N, C), backend::cview(probs, N, rows),
                   backend::cview(wte, rows, C), false, false, T(0));
-    tp.enter_backward(dh, dh_full, std::size_t(tp.local_rows(N)) * C);
+    tp.f_backward(dh, dh_full, N, C);
+  }
+
+  // On sharded tensors (layouts checked): h (N, C) in the activations' placement; wte (vocab,
+  // C) Shard(0) padded to t * rows; targets (N). Returns the losses (N) Replicate, and sets
+  // probs to the softmax, (N, vocab) Shard(1) padded to t * rows: keep it for backward.
+  ShardedTensor<T> forward(const TensorParallel& tp, ShardedView<const T> h,
+                           ShardedView<const T> wte, const std::vector<std::int32_t>& targets,
+                           ShardedTensor<T>& probs) const {
+    const int N = check(tp, h, wte, targets);
+    ShardedTensor<T> losses(tp.layout(N, 0, Placement::Replicate()));
+    probs =
+        ShardedTensor<T>(tp.layout(N, vocab, Placement::Shard(1), std::int64_t(rows) * tp.size()));
+    std::vector<T> h_full(tp.sequence_parallel ? std::size_t(N) * C : 0);
+    forward(tp, losses.local().data(), probs.local().data(), h.data, h_full.data(), wte.data,
+            targets.data(), N);
+    return losses;
+  }
+  // probs: forward's, overwritten by d(loss)/d(logits); scale as above; dwte (wte's layout)
+  // accumulates. Returns dh in h's layout (under SP h is gathered again).
+  ShardedTensor<T> backward(const TensorParallel& tp, ShardedView<const T> h,
+                            ShardedView<const T> wte, const std::vector<std::int32_t>& targets,
+                            ShardedView<T> probs, T scale, ShardedView<T> dwte) const {
+    const int N = check(tp, h, wte, targets);
+    expect_layout("VocabParallelHead probs", probs.layout,
+                  tp.layout(N, vocab, Placement::Shard(1), std::int64_t(rows) * tp.size()));
+    expect_layout("VocabParallelHead dwte", dwte.layout, wte.layout);
+    std::vector<T> h_full(tp.sequence_parallel ? std::size_t(N) * C : 0),
+        dh_full(std::size_t(N) * C);
+    const T* used = tp.f_forward(h.data, h_full.data(), N, C);
+    ShardedTensor<T> dh(h.layout);
+    backward(tp, dh.local().data(), dh_full.data(), dwte.data, probs.data, targets.data(), used,
+             wte.data, scale, N);
+    return dh;
+  }
+
+ private:
+  int check(const TensorParallel& tp, const ShardedView<const T>& h,
+            const ShardedView<const T>& wte, const std::vector<std::int32_t>& targets) const {
+    const int N = int(targets.size());
+    expect_layout("VocabParallelHead h", h.layout, tp.layout(N, C, tp.activation_placement()));
+    expect_layout("VocabParallelHead wte", wte.layout,
+                  tp.layout(vocab, C, Placement::Shard(0), std::int64_t(rows) * tp.size()));
+    return N;
   }
 };
 

@@ -56,6 +56,14 @@ struct UnitLayout {
   }
 };
 
+// Parameter `param` of unit `u` as a sharded view into the unit's flat buffer `base` (the
+// store's params(), or grads() for its gradient): what the tensor-parallel layers take.
+template <class T>
+ShardedView<T> param_view(const UnitLayout& u, const std::string& param, T* base) {
+  const LocalParam& p = u.find(param);
+  return {base + p.offset, p.layout};
+}
+
 inline UnitLayout layout_unit(const UnitSpec& unit, int tp_size, int tp_rank) {
   UnitLayout u{unit.name, {}, 0};
   for (const ParamSpec& s : unit.params) {

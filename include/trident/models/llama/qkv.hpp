@@ -25,7 +25,7 @@ struct QkvProjection {
   // -> qkv: (N, q + 2 kv) = [x Wq | x Wk | x Wv]. Returns the (N, C) input the products used.
   const T* forward(const TensorParallel& tp, T* qkv, const T* x, T* x_full,
                    const std::array<const T*, 3>& w, int N) const {
-    const T* used = tp.enter(x, x_full, std::size_t(tp.local_rows(N)) * in);
+    const T* used = tp.f_forward(x, x_full, N, in);
     for (int s = 0, at = 0; s < 3; at += columns(s), ++s)
       backend::gemm(backend::view(qkv + at, N, columns(s), width()), backend::cview(used, N, in),
                     backend::cview(w[s], in, columns(s)), false, false, T(0));
@@ -47,7 +47,7 @@ struct QkvProjection {
                       false, T(1));
     }
     if (nn::computes_input(part))
-      tp.enter_backward(dx, dx_full, std::size_t(tp.local_rows(N)) * in);
+      tp.f_backward(dx, dx_full, N, in);
   }
 
  private:
