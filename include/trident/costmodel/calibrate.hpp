@@ -31,7 +31,7 @@
 #include "../backend/cpu/gemm.hpp"
 #include "../core/comm.hpp"
 #include "../core/memory.hpp"
-#include "../core/threads.hpp"
+#include "../backend/cpu/threads.hpp"
 #include "../nn/nn.hpp"
 #include "../optim/adamw.hpp"
 #include "../tensor/matrix.hpp"

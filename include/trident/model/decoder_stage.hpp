@@ -10,7 +10,7 @@
 //       forward(T* x, const Microbatch&, const T* const* w);
 //       backward(T* const* g, const T* dx, const Microbatch&)   (reads no parameters)
 //   template <class T> using Block = ...;      // Block(C, tp, rows); types Activations (with a
-//       Buffer<T> x: the input; drop_all_but_input(), drop_what_weight_gradients_do_not_need())
+//       Buffer<T> x: the input; drop_what_weight_gradients_do_not_need())
 //       and Gradients; activation_size(); forward(Activations&, T* out, const T* w);
 //       backward(const Activations&, T* dx, const T* dout, const T* w, T* g, Gradients&, part)
 //   template <class T> using Head = ...;       // Head(C, tp, rows); type Activations;
@@ -65,6 +65,14 @@ DecoderUnits decoder_units(const M& model, const StageSpec& s, int tp) {
       d.head.push_back(shared >= 0 ? shared : add(u));
     }
   return d;
+}
+
+// Full recomputation (GPipe's re-materialisation) keeps only a block's input x.
+template <class Activations>
+void keep_only_input(Activations& a) {
+  auto input = std::move(a.x);
+  a = Activations{};
+  a.x = std::move(input);
 }
 
 template <class M, class T, class S = T>
@@ -219,7 +227,7 @@ class DecoderStage {
       if (!keep)
         st.blocks[l] = typename Block::Activations{};
       else if (recompute_)
-        st.blocks[l].drop_all_but_input();
+        keep_only_input(st.blocks[l]);
     }
     return k;
   }

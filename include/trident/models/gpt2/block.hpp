@@ -37,12 +37,6 @@ struct BlockActivations {
   Buffer<T> ln2;                 // (N, C)
   Buffer<T> fc, act;             // (N, 4 Cl) before and after GELU
 
-  // Frees all but the input x (full activation recomputation keeps only the block's input).
-  void drop_all_but_input() {
-    Buffer<T> input = std::move(x);
-    *this = BlockActivations{};
-    x = std::move(input);
-  }
   // After the input half of the backward (B): frees what only B reads (QKV, attention
   // probabilities, the FC output before GELU); the weight half (W) reads the rest.
   void drop_what_weight_gradients_do_not_need() { qkv.reset(), probs.reset(), fc.reset(); }

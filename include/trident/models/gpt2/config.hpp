@@ -5,6 +5,7 @@
 #include <string>
 
 #include "../../core/error.hpp"
+#include "../../plan/model_spec.hpp"
 
 namespace trident::gpt2 {
 
@@ -39,6 +40,11 @@ struct Config {
   }
   static constexpr long long kMaxElements = 2147483647;
 };
+
+// The cost model's view of the shape (plan/).
+inline plan::ModelSpec model_spec(const Config& c, std::string name = "trident") {
+  return {std::move(name), c.layers, c.hidden, c.heads, c.vocab, c.seq};
+}
 
 // Tensor parallelism's requirements on the model; the same Error on every rank.
 inline void validate_tensor_parallel(const Config& c, int tp, bool sequence_parallel) {

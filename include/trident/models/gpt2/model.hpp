@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "../../model/decoder_stage.hpp"
+#include "../../model/decoder_model.hpp"
 #include "../../nn/flops.hpp"
 #include "block.hpp"
 #include "embedding.hpp"
@@ -14,23 +14,11 @@
 
 namespace trident::gpt2 {
 
-class Model {
+class Model : public DecoderModel<Model, Config, Embedding, Block, Head> {
  public:
-  Model() = default;
-  explicit Model(const Config& c) : c_(c) {}
-  const Config& config() const { return c_; }
+  using DecoderModel::DecoderModel;
 
-  // --- model/model.hpp ---------------------------------------------------------------------
-  template <class T, class S = T>
-  using Stage = DecoderStage<Model, T, S>;
-
-  int layers() const { return c_.layers; }
-  int seq() const { return c_.seq; }
-  int vocab() const { return c_.vocab; }
-
-  std::vector<UnitSpec> units(const StageSpec& s, int tp) const {
-    return decoder_units(*this, s, tp).units;
-  }
+  // --- model/model.hpp (the rest: model/decoder_model.hpp) ----------------------------------
   double initial_value(const ParamSpec& p, std::uint64_t index) const {
     return gpt2::initial_value(c_, p, index);
   }
@@ -42,15 +30,11 @@ class Model {
   }
 
   void validate(const ModelRun& run) const {
-    auto s = [](long long v) { return std::to_string(v); };
     c_.validate();
     validate_tensor_parallel(c_, run.tp, run.sequence_parallel);
     // the widest activation of a microbatch: logits (V), the MLP (4C) or attention scores (H seq)
-    const long long rows = run.rows, seq = c_.seq,
-                    wide = std::max({1LL * c_.vocab, 4LL * c_.hidden, 1LL * c_.heads * seq});
-    require(rows * seq * wide <= Config::kMaxElements,
-            "a microbatch's activations (" + s(rows) + " sequences x " + s(seq) + " tokens x " +
-                s(wide) + ") have more than 2^31 - 1 elements");
+    check_activation_size(run,
+                          std::max({1LL * c_.vocab, 4LL * c_.hidden, 1LL * c_.heads * c_.seq}));
   }
   ModelDescription describe() const {
     return {{"vocab", c_.vocab},
@@ -59,20 +43,6 @@ class Model {
             {"hidden", c_.hidden},
             {"heads", c_.heads}};
   }
-
-  // --- model/decoder_stage.hpp ---------------------------------------------------------------
-  template <class T>
-  using Embedding = gpt2::Embedding<T>;
-  template <class T>
-  using Block = gpt2::Block<T>;
-  template <class T>
-  using Head = gpt2::Head<T>;
-  std::vector<UnitSpec> embedding_units(int tp) const { return Embedding<float>::units(c_, tp); }
-  UnitSpec layer_unit(int layer) const { return block_unit(c_, layer); }
-  std::vector<UnitSpec> head_units(int tp) const { return Head<float>::units(c_, tp); }
-
- private:
-  Config c_;
 };
 
 // The shape a description holds (a checkpoint's "model"); the seed is not part of it.

@@ -40,12 +40,6 @@ struct BlockActivations {
   Buffer<T> gate_up;  // (N, 2 Fl) [gate | up]
   Buffer<T> act;      // (N, Fl) SwiGLU(gate, up)
 
-  // Frees all but the input x (full activation recomputation keeps only the block's input).
-  void drop_all_but_input() {
-    Buffer<T> input = std::move(x);
-    *this = BlockActivations{};
-    x = std::move(input);
-  }
   // After the input half of the backward (B): frees what only B reads (the rotated qkv, the
   // attention probabilities, gate/up before SwiGLU); the weight half (W) reads the rest.
   void drop_what_weight_gradients_do_not_need() { qkv.reset(), probs.reset(), gate_up.reset(); }

@@ -6,30 +6,18 @@
 
 #include <algorithm>
 
-#include "../../model/decoder_stage.hpp"
+#include "../../model/decoder_model.hpp"
 #include "block.hpp"
 #include "embedding.hpp"
 #include "head.hpp"
 
 namespace trident::llama {
 
-class Model {
+class Model : public DecoderModel<Model, Config, Embedding, Block, Head> {
  public:
-  Model() = default;
-  explicit Model(const Config& c) : c_(c) {}
-  const Config& config() const { return c_; }
+  using DecoderModel::DecoderModel;
 
-  // --- model/model.hpp ---------------------------------------------------------------------
-  template <class T, class S = T>
-  using Stage = DecoderStage<Model, T, S>;
-
-  int layers() const { return c_.layers; }
-  int seq() const { return c_.seq; }
-  int vocab() const { return c_.vocab; }
-
-  std::vector<UnitSpec> units(const StageSpec& s, int tp) const {
-    return decoder_units(*this, s, tp).units;
-  }
+  // --- model/model.hpp (the rest: model/decoder_model.hpp) ----------------------------------
   double initial_value(const ParamSpec& p, std::uint64_t index) const {
     return llama::initial_value(c_, p, index);
   }
@@ -45,35 +33,16 @@ class Model {
   }
 
   void validate(const ModelRun& run) const {
-    auto s = [](long long v) { return std::to_string(v); };
     c_.validate();
     validate_tensor_parallel(c_, run.tp, run.sequence_parallel);
-    // the widest activation of a microbatch: logits (V), gate/up (2F) or attention scores (H T)
-    const long long rows = run.rows, T = c_.seq,
-                    wide = std::max({1LL * c_.vocab, 2LL * c_.ffn(), 1LL * c_.heads * T});
-    require(rows * T * wide <= Config::kMaxElements,
-            "a microbatch's activations (" + s(rows) + " sequences x " + s(T) + " tokens x " +
-                s(wide) + ") have more than 2^31 - 1 elements");
+    // the widest activation of a microbatch: logits (V), gate/up (2F) or attention scores (H seq)
+    check_activation_size(run, std::max({1LL * c_.vocab, 2LL * c_.ffn(), 1LL * c_.heads * c_.seq}));
   }
   ModelDescription describe() const {
     return {{"vocab", c_.vocab},   {"seq", c_.seq},     {"layers", c_.layers},
             {"hidden", c_.hidden}, {"heads", c_.heads}, {"kv_heads", c_.kv_heads},
             {"ffn", c_.ffn()}};
   }
-
-  // --- model/decoder_stage.hpp ---------------------------------------------------------------
-  template <class T>
-  using Embedding = llama::Embedding<T>;
-  template <class T>
-  using Block = llama::Block<T>;
-  template <class T>
-  using Head = llama::Head<T>;
-  std::vector<UnitSpec> embedding_units(int tp) const { return Embedding<float>::units(c_, tp); }
-  UnitSpec layer_unit(int layer) const { return block_unit(c_, layer); }
-  std::vector<UnitSpec> head_units(int tp) const { return Head<float>::units(c_, tp); }
-
- private:
-  Config c_;
 };
 
 }  // namespace trident::llama
