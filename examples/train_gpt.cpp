@@ -117,7 +117,8 @@ int train(const Comm& world, Flags& f, TokenSource data,
   pp::Timeline timeline{world.size(), {}};
   {
     std::vector<double> mine;
-    for (const pp::Interval& sp : measured.empty() ? std::vector<pp::Interval>{} : measured.back().intervals)
+    for (const pp::Interval& sp :
+         measured.empty() ? std::vector<pp::Interval>{} : measured.back().intervals)
       mine.insert(mine.end(), {double(world.rank()), double(int(sp.kind)), double(sp.microbatch),
                                double(sp.chunk), sp.begin, sp.end});
     const int count = static_cast<int>(mine.size());
@@ -129,8 +130,8 @@ int train(const Comm& world, Flags& f, TokenSource data,
     world.all_gather(Span<const double>(mine), Span<double>(all));
     for (std::size_t k = 0; k + 6 <= all.size(); k += 6)
       if (all[k] >= 0)
-        timeline.intervals.push_back({int(all[k]), pp::IntervalKind(int(all[k + 1])), int(all[k + 2]),
-                                  int(all[k + 3]), all[k + 4], all[k + 5]});
+        timeline.intervals.push_back({int(all[k]), pp::IntervalKind(int(all[k + 1])),
+                                      int(all[k + 2]), int(all[k + 3]), all[k + 4], all[k + 5]});
   }
   if (world.rank() != 0) return 0;
   char throughput[64] = "n/a tokens/s (one step, which warms up)";

@@ -9,8 +9,8 @@
 #include <sstream>
 #include <vector>
 
-#include <trident/core/environment.hpp>
 #include <trident/backend/cpu/threads.hpp>
+#include <trident/core/environment.hpp>
 
 #include "mpi_test.hpp"
 

@@ -29,9 +29,9 @@
 #include <vector>
 
 #include "../backend/cpu/gemm.hpp"
+#include "../backend/cpu/threads.hpp"
 #include "../core/comm.hpp"
 #include "../core/memory.hpp"
-#include "../backend/cpu/threads.hpp"
 #include "../nn/nn.hpp"
 #include "../optim/adamw.hpp"
 #include "../tensor/matrix.hpp"

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "../backend/cpu/threads.hpp"
 #include "../core/environment.hpp"
 #include "../core/fault.hpp"
 #include "../core/request.hpp"
-#include "../backend/cpu/threads.hpp"
 #include "../data/tokens.hpp"
 #include "../train/trainer.hpp"
 #include "cli.hpp"

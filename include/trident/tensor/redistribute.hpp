@@ -93,8 +93,8 @@ template <class T>
 
 // Partial -> Shard(target): each rank receives the sum of its block. Collective.
 template <class T>
-[[nodiscard]] ShardedTensor<T> reduce_scatter(const ShardedTensor<T>& t, Placement target, const Comm& axis,
-                                std::int64_t padded = 0) {
+[[nodiscard]] ShardedTensor<T> reduce_scatter(const ShardedTensor<T>& t, Placement target,
+                                              const Comm& axis, std::int64_t padded = 0) {
   require(t.layout().placement().kind == Placement::Kind::partial && target.is_shard(),
           "reduce_scatter goes from Partial to Shard");
   ShardedTensor<T> out(detail::with_placement(t.layout(), target, padded));
@@ -111,7 +111,8 @@ template <class T>
 
 // Replicate -> Shard(target): keep this rank's block. No communication.
 template <class T>
-[[nodiscard]] ShardedTensor<T> scatter(const ShardedTensor<T>& t, Placement target, std::int64_t padded = 0) {
+[[nodiscard]] ShardedTensor<T> scatter(const ShardedTensor<T>& t, Placement target,
+                                       std::int64_t padded = 0) {
   require(t.layout().placement().kind == Placement::Kind::replicate, "scatter needs Replicate");
   return ShardedTensor<T>::from_global(t.local(),
                                        detail::with_placement(t.layout(), target, padded));
@@ -119,8 +120,8 @@ template <class T>
 
 // Any placement -> `target`. Collective over `axis` unless no communication is needed.
 template <class T>
-[[nodiscard]] ShardedTensor<T> redistribute(const ShardedTensor<T>& t, Placement target, const Comm& axis,
-                              std::int64_t padded = 0) {
+[[nodiscard]] ShardedTensor<T> redistribute(const ShardedTensor<T>& t, Placement target,
+                                            const Comm& axis, std::int64_t padded = 0) {
   using K = Placement::Kind;
   const K from = t.layout().placement().kind;
   if (from == K::partial) {

@@ -63,8 +63,8 @@ class Head {
         lnf(MemoryKind::buffers, std::size_t(n) * C),
         full(MemoryKind::buffers, tp_.sequence_parallel ? std::size_t(N) * C : 0);
     nn::layernorm_forward(lnf.data(), mean.data(), rstd.data(), x, w[0], w[0] + C, n, C);
-    const T* rows = tp_.f_forward(lnf.data(), full.data(), N, C);  // (N, C)
-    head_.logits(tp_, out, rows + std::size_t(position) * B_ * C, w[1]);     // [s, b]: row t B
+    const T* rows = tp_.f_forward(lnf.data(), full.data(), N, C);         // (N, C)
+    head_.logits(tp_, out, rows + std::size_t(position) * B_ * C, w[1]);  // [s, b]: row t B
   }
 
   // dx: (n, C) the gradient of x (written by the input half); w: the parameters (input half

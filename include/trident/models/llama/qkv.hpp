@@ -46,8 +46,7 @@ struct QkvProjection {
         backend::gemm(backend::view(dw[s], in, columns(s)), backend::cview(x_used, N, in), dy, true,
                       false, T(1));
     }
-    if (nn::computes_input(part))
-      tp.f_backward(dx, dx_full, N, in);
+    if (nn::computes_input(part)) tp.f_backward(dx, dx_full, N, in);
   }
 
  private:
