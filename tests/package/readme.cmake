@@ -23,14 +23,7 @@ if(NOT BUILD_TYPE)
   set(BUILD_TYPE Release)
 endif()
 
-function(run what)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE out
-                  TIMEOUT 240)
-  if(NOT status EQUAL 0)
-    message(FATAL_ERROR "${what} failed (${status}):\n${out}")
-  endif()
-  set(output "${out}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/common.cmake)  # run(), tool_args
 
 # fenced_block(<out> <text> <start>): the first fenced block of `text` that begins with `start`
 # (its fence line and what follows), without the fences.
@@ -69,16 +62,6 @@ file(WRITE ${source_dir}/CMakeLists.txt
      "target_compile_options(app PRIVATE -Wall -Wextra -Wpedantic)\n")
 
 run("install" ${CMAKE_COMMAND} --install ${TRIDENT_BINARY_DIR} --prefix ${prefix})
-set(tool_args "")
-if(GENERATOR)
-  list(APPEND tool_args -G ${GENERATOR})
-endif()
-if(MAKE_PROGRAM)
-  list(APPEND tool_args -D CMAKE_MAKE_PROGRAM=${MAKE_PROGRAM})
-endif()
-if(CXX_COMPILER)
-  list(APPEND tool_args -D CMAKE_CXX_COMPILER=${CXX_COMPILER})
-endif()
 run("configure" ${CMAKE_COMMAND} -S ${source_dir} -B ${build_dir} ${tool_args}
     -D CMAKE_BUILD_TYPE=${BUILD_TYPE} -D CMAKE_PREFIX_PATH=${prefix}
     -D CMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)

@@ -27,16 +27,7 @@ endif()
 set(consumer_dir ${CMAKE_CURRENT_LIST_DIR}/consumer)
 set(build_dir ${WORK_DIR}/build)
 
-# run(<what> <command>...): runs the command, fails the test when it fails; its stdout and
-# stderr, merged, are left in `output`.
-function(run what)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE out
-                  TIMEOUT 240)
-  if(NOT status EQUAL 0)
-    message(FATAL_ERROR "${what} failed (${status}):\n${out}")
-  endif()
-  set(output "${out}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/common.cmake)  # run(), tool_args
 
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
@@ -63,16 +54,6 @@ else()
 endif()
 
 # --- configure: no errors, no CMake warnings --------------------------------------------------
-set(tool_args "")
-if(GENERATOR)
-  list(APPEND tool_args -G ${GENERATOR})
-endif()
-if(MAKE_PROGRAM)
-  list(APPEND tool_args -D CMAKE_MAKE_PROGRAM=${MAKE_PROGRAM})
-endif()
-if(CXX_COMPILER)
-  list(APPEND tool_args -D CMAKE_CXX_COMPILER=${CXX_COMPILER})
-endif()
 if(NOT BUILD_TYPE)
   set(BUILD_TYPE Release)
 endif()
