@@ -7,20 +7,12 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "read_reports.hpp"
+
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: compare_inference A.json B.json TOLERANCE\n");
-    return 2;
-  }
-  nlohmann::json a, b;
-  try {
-    std::ifstream(argv[1]) >> a;
-    std::ifstream(argv[2]) >> b;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "cannot read the run reports: %s\n", e.what());
-    return 2;
-  }
-  const double tolerance = std::atof(argv[3]);
+  const RunReports reports = read_reports(argc, argv, "compare_inference");
+  const nlohmann::json &a = reports.a, &b = reports.b;
+  const double tolerance = reports.tolerance;
   int bad = 0;
   const auto &va = a.at("val_losses"), &vb = b.at("val_losses");
   if (va.empty() || a.at("val_steps") != b.at("val_steps") || va.size() != vb.size()) {

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "read_reports.hpp"
+
 namespace {
 // The loss of step i, NaN when it is not a number (JSON has no NaN: train_gpt writes null).
 double loss(const nlohmann::json& losses, std::size_t i) {
@@ -15,19 +17,9 @@ double loss(const nlohmann::json& losses, std::size_t i) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: compare_losses A.json B.json TOLERANCE\n");
-    return 2;
-  }
-  nlohmann::json a, b;
-  try {
-    std::ifstream(argv[1]) >> a;
-    std::ifstream(argv[2]) >> b;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "cannot read the run reports: %s\n", e.what());
-    return 2;
-  }
-  const double tolerance = std::atof(argv[3]);
+  const RunReports reports = read_reports(argc, argv, "compare_losses");
+  const nlohmann::json &a = reports.a, &b = reports.b;
+  const double tolerance = reports.tolerance;
   const auto &la = a.at("losses"), &lb = b.at("losses");
   // a resumed run (first_step > 0) is compared on the steps it ran; both runs end at one step
   const std::size_t fa = a.value("first_step", 0), fb = b.value("first_step", 0);
