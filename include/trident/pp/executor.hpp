@@ -46,77 +46,23 @@ class Executor {
   // Runs one step; returns this rank's measured intervals, in seconds since `origin`.
   template <class Stage>
   std::vector<Interval> run(Stage& stage, double origin) {
-    std::map<Key, Message> inbox, outbox;
-    for (const Action& a : actions_)  // post every receive now
-      if (is_recv(a.op)) {
-        flight_recorder().set_microbatch(a.microbatch);
-        Message& msg = inbox[key(a.op, a.microbatch, a.chunk)];
-        msg.data.allocate(MemoryKind::buffers, size_, Fill::none);  // the receive writes all
-        msg.request = pp_.irecv(trident::Span<T>(msg.data.data(), size_), a.peer,
-                                tag(a.op, a.microbatch, a.chunk));
-      }
-    std::vector<Interval> intervals;
-    auto now = [&] { return trident::detail::now_seconds() - origin; };
+    Step step{origin, {}, {}, {}};
+    post_receives(step);
     for (std::size_t i = 0; i < actions_.size(); ++i) {
       const Action& a = actions_[i];
       flight_recorder().set_microbatch(a.microbatch);  // stamps this action's calls
-      const double t0 = now();
-      switch (a.op) {
-        case Op::recv_forward:
-        case Op::recv_backward: {
-          inbox.at(key(a.op, a.microbatch, a.chunk)).request.wait();
-          say(a, "<--");
-          intervals.push_back({pp_.rank(), IntervalKind::recv, a.microbatch, a.chunk, t0, now()});
-          break;
-        }
-        case Op::send_forward:
-        case Op::send_backward: {
-          Message& msg = outbox.at(key(a.op, a.microbatch, a.chunk));
-          const int receiver = receiving_chunk(a.op, a.chunk);
-          msg.request = pp_.isend(trident::Span<const T>(msg.data.data(), size_), a.peer,
-                                  tag(a.op, a.microbatch, receiver));
-          say(a, "-->");
-          intervals.push_back({pp_.rank(), IntervalKind::send, a.microbatch, a.chunk, t0, now()});
-          break;
-        }
-        case Op::forward:
-        case Op::backward:
-        case Op::backward_input: {
-          const bool fwd = a.op == Op::forward;
-          const Op in_op = fwd ? Op::recv_forward : Op::recv_backward;
-          const Op out_op = fwd ? Op::send_forward : Op::send_backward;
-          auto in = inbox.find(key(in_op, a.microbatch, a.chunk));
-          const T* input = in == inbox.end() ? nullptr : in->second.data.data();
-          T* output = nullptr;
-          if (sends(out_op, a.microbatch, a.chunk)) {
-            Message& msg = outbox[key(out_op, a.microbatch, a.chunk)];
-            msg.data.allocate(MemoryKind::buffers, size_);
-            output = msg.data.data();
-          }
-          if (fwd)
-            stage.forward(a.microbatch, a.chunk, input, output);
-          else
-            stage.backward(a.microbatch, a.chunk, input, output, backward_part(a.op),
-                           last_backward_.at(a.chunk) == i);
-          if (in != inbox.end()) inbox.erase(in);  // the received data is consumed
-          intervals.push_back({pp_.rank(), fwd ? IntervalKind::forward : IntervalKind::backward,
-                               a.microbatch, a.chunk, t0, now()});
-          break;
-        }
-        case Op::backward_weight: {
-          stage.backward(a.microbatch, a.chunk, nullptr, nullptr, nn::BackwardPart::weight,
-                         last_backward_.at(a.chunk) == i);
-          intervals.push_back({pp_.rank(), IntervalKind::weight, a.microbatch, a.chunk, t0, now()});
-          break;
-        }
-      }
-      for (auto it = outbox.begin(); it != outbox.end();)  // free what has been sent
-        it = it->second.request.active() && it->second.request.test() ? outbox.erase(it)
-                                                                      : std::next(it);
+      const double t0 = step.now();
+      if (is_recv(a.op))
+        receive(step, a, t0);
+      else if (is_send(a.op))
+        send(step, a, t0);
+      else
+        compute(stage, step, a, i, t0);
+      free_sent(step);
     }
-    outbox.clear();  // waits for the last sends
+    step.outbox.clear();  // waits for the last sends
     flight_recorder().set_microbatch(-1);
-    return intervals;
+    return std::move(step.intervals);
   }
 
  private:
@@ -125,7 +71,78 @@ class Executor {
     Buffer<T> data;
     Request request;
   };
+  // One run's state: the clock's origin, the messages in flight and the measured intervals.
+  struct Step {
+    double origin;
+    std::map<Key, Message> inbox, outbox;
+    std::vector<Interval> intervals;
+    double now() const { return trident::detail::now_seconds() - origin; }
+  };
   static Key key(Op op, int mb, int chunk) { return {static_cast<int>(op), mb, chunk}; }
+
+  // Every receive of the step, posted at its start (MPI_Irecv into its own buffer).
+  void post_receives(Step& step) const {
+    for (const Action& a : actions_)
+      if (is_recv(a.op)) {
+        flight_recorder().set_microbatch(a.microbatch);
+        Message& msg = step.inbox[key(a.op, a.microbatch, a.chunk)];
+        msg.data.allocate(MemoryKind::buffers, size_, Fill::none);  // the receive writes all
+        msg.request = pp_.irecv(trident::Span<T>(msg.data.data(), size_), a.peer,
+                                tag(a.op, a.microbatch, a.chunk));
+      }
+  }
+  void record(Step& step, const Action& a, IntervalKind kind, double t0) const {
+    step.intervals.push_back({pp_.rank(), kind, a.microbatch, a.chunk, t0, step.now()});
+  }
+  // Waits for a posted receive: its data stays in the inbox until its compute consumes it.
+  void receive(Step& step, const Action& a, double t0) const {
+    step.inbox.at(key(a.op, a.microbatch, a.chunk)).request.wait();
+    say(a, "<--");
+    record(step, a, IntervalKind::recv, t0);
+  }
+  // Starts the send of what the compute before it wrote to the outbox.
+  void send(Step& step, const Action& a, double t0) const {
+    Message& msg = step.outbox.at(key(a.op, a.microbatch, a.chunk));
+    const int receiver = receiving_chunk(a.op, a.chunk);
+    msg.request = pp_.isend(trident::Span<const T>(msg.data.data(), size_), a.peer,
+                            tag(a.op, a.microbatch, receiver));
+    say(a, "-->");
+    record(step, a, IntervalKind::send, t0);
+  }
+  // A forward, backward or B reads its received input and writes what it sends into the
+  // outbox; W reads and writes no message. i: the action's index.
+  template <class Stage>
+  void compute(Stage& stage, Step& step, const Action& a, std::size_t i, double t0) const {
+    const bool last = a.op != Op::forward && last_backward_.at(a.chunk) == i;
+    if (a.op == Op::backward_weight) {
+      stage.backward(a.microbatch, a.chunk, nullptr, nullptr, nn::BackwardPart::weight, last);
+      record(step, a, IntervalKind::weight, t0);
+      return;
+    }
+    const bool fwd = a.op == Op::forward;
+    const Op in_op = fwd ? Op::recv_forward : Op::recv_backward;
+    const Op out_op = fwd ? Op::send_forward : Op::send_backward;
+    auto in = step.inbox.find(key(in_op, a.microbatch, a.chunk));
+    const T* input = in == step.inbox.end() ? nullptr : in->second.data.data();
+    T* output = nullptr;
+    if (sends(out_op, a.microbatch, a.chunk)) {
+      Message& msg = step.outbox[key(out_op, a.microbatch, a.chunk)];
+      msg.data.allocate(MemoryKind::buffers, size_);
+      output = msg.data.data();
+    }
+    if (fwd)
+      stage.forward(a.microbatch, a.chunk, input, output);
+    else
+      stage.backward(a.microbatch, a.chunk, input, output, backward_part(a.op), last);
+    if (in != step.inbox.end()) step.inbox.erase(in);  // the received data is consumed
+    record(step, a, fwd ? IntervalKind::forward : IntervalKind::backward, t0);
+  }
+  // Frees the buffers whose sends have completed.
+  static void free_sent(Step& step) {
+    for (auto it = step.outbox.begin(); it != step.outbox.end();)
+      it = it->second.request.active() && it->second.request.test() ? step.outbox.erase(it)
+                                                                    : std::next(it);
+  }
 
   bool sends(Op op, int mb, int chunk) const {
     for (const Action& a : actions_)

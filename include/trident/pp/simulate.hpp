@@ -71,57 +71,54 @@ inline Message message_of(const Action& a, int stage, int stages) {
   return {gradient, a.microbatch, g, a.peer, stage};
 }
 
-// The checks that do not depend on timing; throws Error naming the first offending action.
-inline void check_schedule(const Schedule& schedule, int chunks) {
-  const int stages = static_cast<int>(schedule.size());
-  std::map<Message, std::pair<int, size_t>> unreceived;  // send -> (stage, index)
-  for (int s = 0; s < stages; ++s) {
-    std::set<std::tuple<Op, int, int>> done;  // (op, microbatch, chunk)
-    for (size_t i = 0; i < schedule[s].size(); ++i) {
-      const Action& a = schedule[s][i];
-      auto bad = [&](const std::string& why) {
-        fail("pipeline schedule: " + describe(schedule, s, i) + " " + why);
-      };
-      auto has = [&](Op op) { return done.count({op, a.microbatch, a.chunk}) > 0; };
-      if (a.microbatch < 0 || a.chunk < 0) bad("has a negative microbatch or chunk");
-      if (!is_compute(a.op) && (a.peer < 0 || a.peer >= stages))
-        bad("names a peer outside stages 0.." + std::to_string(stages - 1));
-      if (has(a.op)) bad("happens twice");
-      const int g = a.chunk * stages + s;
-      const bool first = g == 0, last = g == chunks * stages - 1;
-      switch (a.op) {
-        case Op::forward:
-          if (!first && !has(Op::recv_forward)) bad("runs before its recv_forward");
-          break;
-        case Op::backward:
-        case Op::backward_input:
-          if (!has(Op::forward)) bad("runs before its forward");
-          if (!last && !has(Op::recv_backward)) bad("runs before its recv_backward");
-          if (has(a.op == Op::backward ? Op::backward_input : Op::backward))
-            bad("runs after the other kind of backward of the same microbatch");
-          break;
-        case Op::backward_weight:
-          if (!has(Op::backward_input)) bad("runs before its backward_input");
-          break;
-        case Op::recv_forward:
-          if (first) bad("receives on the first virtual stage");
-          break;
-        case Op::recv_backward:
-          if (last) bad("receives on the last virtual stage");
-          break;
-        case Op::send_forward:
-          if (last) bad("sends past the last virtual stage");
-          if (!has(Op::forward)) bad("sends before its forward");
-          break;
-        case Op::send_backward:
-          if (first) bad("sends before the first virtual stage");
-          if (!has(Op::backward) && !has(Op::backward_input)) bad("sends before its backward");
-          break;
-      }
-      done.insert({a.op, a.microbatch, a.chunk});
-      if (is_send(a.op)) unreceived[message_of(a, s, stages)] = {s, i};
-    }
+// Why action a on stage s, virtual stage g, cannot run when `done` holds the (op, microbatch,
+// chunk) the stage has run before it; empty if it can.
+inline std::string order_problem(const Action& a, int stages, int chunks, int s,
+                                 const std::set<std::tuple<Op, int, int>>& done) {
+  auto has = [&](Op op) { return done.count({op, a.microbatch, a.chunk}) > 0; };
+  if (a.microbatch < 0 || a.chunk < 0) return "has a negative microbatch or chunk";
+  if (!is_compute(a.op) && (a.peer < 0 || a.peer >= stages))
+    return "names a peer outside stages 0.." + std::to_string(stages - 1);
+  if (has(a.op)) return "happens twice";
+  const int g = a.chunk * stages + s;
+  const bool first = g == 0, last = g == chunks * stages - 1;
+  switch (a.op) {
+    case Op::forward:
+      if (!first && !has(Op::recv_forward)) return "runs before its recv_forward";
+      break;
+    case Op::backward:
+    case Op::backward_input:
+      if (!has(Op::forward)) return "runs before its forward";
+      if (!last && !has(Op::recv_backward)) return "runs before its recv_backward";
+      if (has(a.op == Op::backward ? Op::backward_input : Op::backward))
+        return "runs after the other kind of backward of the same microbatch";
+      break;
+    case Op::backward_weight:
+      if (!has(Op::backward_input)) return "runs before its backward_input";
+      break;
+    case Op::recv_forward:
+      if (first) return "receives on the first virtual stage";
+      break;
+    case Op::recv_backward:
+      if (last) return "receives on the last virtual stage";
+      break;
+    case Op::send_forward:
+      if (last) return "sends past the last virtual stage";
+      if (!has(Op::forward)) return "sends before its forward";
+      break;
+    case Op::send_backward:
+      if (first) return "sends before the first virtual stage";
+      if (!has(Op::backward) && !has(Op::backward_input)) return "sends before its backward";
+      break;
   }
+  return "";
+}
+
+// Every receive meets exactly one send and every send is received; `unreceived`: each send's
+// message -> (stage, index).
+inline void check_messages(const Schedule& schedule,
+                           std::map<Message, std::pair<int, size_t>> unreceived) {
+  const int stages = static_cast<int>(schedule.size());
   for (int s = 0; s < stages; ++s)
     for (size_t i = 0; i < schedule[s].size(); ++i) {
       const Action& a = schedule[s][i];
@@ -137,71 +134,120 @@ inline void check_schedule(const Schedule& schedule, int chunks) {
   }
 }
 
+// The checks that do not depend on timing; throws Error naming the first offending action.
+inline void check_schedule(const Schedule& schedule, int chunks) {
+  const int stages = static_cast<int>(schedule.size());
+  std::map<Message, std::pair<int, size_t>> sent;  // send -> (stage, index)
+  for (int s = 0; s < stages; ++s) {
+    std::set<std::tuple<Op, int, int>> done;  // (op, microbatch, chunk)
+    for (size_t i = 0; i < schedule[s].size(); ++i) {
+      const Action& a = schedule[s][i];
+      const std::string why = order_problem(a, stages, chunks, s, done);
+      if (!why.empty()) fail("pipeline schedule: " + describe(schedule, s, i) + " " + why);
+      done.insert({a.op, a.microbatch, a.chunk});
+      if (is_send(a.op)) sent[message_of(a, s, stages)] = {s, i};
+    }
+  }
+  check_messages(schedule, std::move(sent));
+}
+
+// The stages played against each other (schedule.hpp's semantics), filling a Simulation.
+class Player {
+ public:
+  Player(const Schedule& schedule, const Costs& costs, int chunks)
+      : schedule_(schedule),
+        costs_(costs),
+        stages_(static_cast<int>(schedule.size())),
+        chunks_(chunks),
+        in_flight_(stages_, 0),
+        before_input_gradient_(stages_, 0),
+        next_(stages_, 0),
+        clock_(stages_, 0) {
+    sim_.timeline.ranks = stages_;
+    sim_.peak_in_flight.assign(stages_, 0);
+    sim_.peak_before_input_gradient.assign(stages_, 0);
+  }
+
+  // Runs every stage as far as it can, round after round, until none moves.
+  Simulation play() {
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (int s = 0; s < stages_; ++s)
+        while (next_[s] < schedule_[s].size() && step(s)) moved = true;
+    }
+    for (int s = 0; s < stages_; ++s) {
+      if (next_[s] == schedule_[s].size()) continue;
+      sim_.deadlock = true;
+      sim_.deadlock_reason += std::string(sim_.deadlock_reason.empty() ? "deadlock: " : "; ") +
+                              describe(schedule_, s, next_[s]) + " waits forever";
+    }
+    sim_.makespan = sim_.timeline.makespan();
+    sim_.bubble_fraction = sim_.timeline.bubble_fraction();
+    return std::move(sim_);
+  }
+
+ private:
+  // Runs stage s's next action if it can; false when it must wait.
+  bool step(int s) {
+    const Action& a = schedule_[s][next_[s]];
+    if (is_recv(a.op)) {
+      if (!receive(s, a)) return false;
+    } else if (is_send(a.op)) {
+      sent_[message_of(a, s, stages_)] = clock_[s];
+    } else {
+      compute(s, a);
+    }
+    ++next_[s];
+    return true;
+  }
+  bool receive(int s, const Action& a) {
+    const auto it = sent_.find(message_of(a, s, stages_));
+    if (it == sent_.end()) return false;
+    double& t = clock_[s];
+    const double begin = std::max(t, it->second), end = std::max(t, it->second + costs_.p2p);
+    if (end > begin)
+      sim_.timeline.intervals.push_back({s, IntervalKind::recv, a.microbatch, a.chunk, begin, end});
+    t = end;
+    return true;
+  }
+  void compute(int s, const Action& a) {
+    const bool forward = a.op == Op::forward;
+    const double share = a.op == Op::backward_input    ? 1 - costs_.weight_fraction
+                         : a.op == Op::backward_weight ? costs_.weight_fraction
+                                                       : 1;
+    const double cost = (forward ? costs_.forward : costs_.backward * share) / chunks_;
+    const IntervalKind kind = forward                       ? IntervalKind::forward
+                              : a.op == Op::backward_weight ? IntervalKind::weight
+                                                            : IntervalKind::backward;
+    double& t = clock_[s];
+    sim_.timeline.intervals.push_back({s, kind, a.microbatch, a.chunk, t, t + cost});
+    t += cost;
+    in_flight_[s] += forward ? 1 : a.op == Op::backward_input ? 0 : -1;
+    before_input_gradient_[s] += forward ? 1 : a.op == Op::backward_weight ? 0 : -1;
+    sim_.peak_in_flight[s] = std::max(sim_.peak_in_flight[s], in_flight_[s]);
+    sim_.peak_before_input_gradient[s] =
+        std::max(sim_.peak_before_input_gradient[s], before_input_gradient_[s]);
+  }
+
+  const Schedule& schedule_;
+  Costs costs_;
+  int stages_, chunks_;
+  Simulation sim_;
+  std::vector<int> in_flight_, before_input_gradient_;
+  std::vector<size_t> next_;        // each stage's next action
+  std::vector<double> clock_;       // and the time it can start
+  std::map<Message, double> sent_;  // message -> time of its send
+};
+
 }  // namespace detail
 
 inline Simulation simulate(const std::vector<std::vector<Action>>& schedule, Costs costs = {}) {
-  const int stages = static_cast<int>(schedule.size());
-  require(stages >= 1, "pipeline schedule: no stages to simulate");
+  require(!schedule.empty(), "pipeline schedule: no stages to simulate");
   int chunks = 1;
   for (const auto& actions : schedule)
     for (const Action& a : actions) chunks = std::max(chunks, a.chunk + 1);
   detail::check_schedule(schedule, chunks);
-
-  Simulation sim;
-  sim.timeline.ranks = stages;
-  sim.peak_in_flight.assign(stages, 0);
-  sim.peak_before_input_gradient.assign(stages, 0);
-  std::vector<int> in_flight(stages, 0), before_input_gradient(stages, 0);
-  std::vector<size_t> next(stages, 0);     // each stage's next action
-  std::vector<double> clock(stages, 0);    // and the time it can start
-  std::map<detail::Message, double> sent;  // message -> time of its send
-  auto run = [&](int s) {  // runs stage s's next action if it can; false when it must wait
-    const Action& a = schedule[s][next[s]];
-    double& t = clock[s];
-    if (is_recv(a.op)) {
-      const auto it = sent.find(detail::message_of(a, s, stages));
-      if (it == sent.end()) return false;
-      const double begin = std::max(t, it->second), end = std::max(t, it->second + costs.p2p);
-      if (end > begin)
-        sim.timeline.intervals.push_back(
-            {s, IntervalKind::recv, a.microbatch, a.chunk, begin, end});
-      t = end;
-    } else if (is_send(a.op)) {
-      sent[detail::message_of(a, s, stages)] = t;
-    } else {
-      const bool forward = a.op == Op::forward;
-      const double share = a.op == Op::backward_input    ? 1 - costs.weight_fraction
-                           : a.op == Op::backward_weight ? costs.weight_fraction
-                                                         : 1;
-      const double cost = (forward ? costs.forward : costs.backward * share) / chunks;
-      const IntervalKind kind = forward                       ? IntervalKind::forward
-                                : a.op == Op::backward_weight ? IntervalKind::weight
-                                                              : IntervalKind::backward;
-      sim.timeline.intervals.push_back({s, kind, a.microbatch, a.chunk, t, t + cost});
-      t += cost;
-      in_flight[s] += forward ? 1 : a.op == Op::backward_input ? 0 : -1;
-      before_input_gradient[s] += forward ? 1 : a.op == Op::backward_weight ? 0 : -1;
-      sim.peak_in_flight[s] = std::max(sim.peak_in_flight[s], in_flight[s]);
-      sim.peak_before_input_gradient[s] =
-          std::max(sim.peak_before_input_gradient[s], before_input_gradient[s]);
-    }
-    ++next[s];
-    return true;
-  };
-  for (bool moved = true; moved;) {
-    moved = false;
-    for (int s = 0; s < stages; ++s)
-      while (next[s] < schedule[s].size() && run(s)) moved = true;
-  }
-  for (int s = 0; s < stages; ++s) {
-    if (next[s] == schedule[s].size()) continue;
-    sim.deadlock = true;
-    sim.deadlock_reason += std::string(sim.deadlock_reason.empty() ? "deadlock: " : "; ") +
-                           detail::describe(schedule, s, next[s]) + " waits forever";
-  }
-  sim.makespan = sim.timeline.makespan();
-  sim.bubble_fraction = sim.timeline.bubble_fraction();
-  return sim;
+  return detail::Player(schedule, costs, chunks).play();
 }
 
 }  // namespace trident::pp

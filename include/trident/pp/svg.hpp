@@ -103,78 +103,93 @@ inline void draw_box(std::ostringstream& svg, const Interval& s, const std::stri
   svg << "</g>\n";
 }
 
-}  // namespace detail
-
-// Rows are named `row_label` r: "stage" for a simulated pipeline, "rank" for a run's ranks.
-inline std::string timeline_svg(const Timeline& timeline, const std::string& title,
-                                const std::string& row_label = "stage") {
-  const double left = 76, right = 24, top = 44, row = 28, gap = 6;
+// Where everything goes: margins, rows, the plot's scale, the axis and the legend.
+struct SvgLayout {
+  double left = 76, right = 24, top = 44, row = 28, gap = 6;
   int chunks = 1, microbatches = 0;
-  double shortest = 0;  // the shortest compute span, to be drawn at least ~20 px wide
-  for (const Interval& s : timeline.intervals) {
-    chunks = std::max(chunks, s.chunk + 1);
-    microbatches = std::max(microbatches, s.microbatch + 1);
-    if (is_compute(s.kind) && s.end > s.begin && (shortest == 0 || s.end - s.begin < shortest))
-      shortest = s.end - s.begin;
-  }
-  const double t0 = timeline.start(), span = timeline.makespan() > 0 ? timeline.makespan() : 1;
-  const double plot = shortest > 0 ? std::clamp(20 * span / shortest, 960.0, 4800.0) : 960;
-  const double scale = plot / span, width = left + plot + right;
-  const double axis = top + timeline.ranks * (row + gap);
-  const int per_line = 40;  // microbatch swatches per legend line
-  const int swatch_lines = (microbatches + per_line - 1) / per_line;
-  const double legend = axis + 44, height = legend + 28 + swatch_lines * 22 + 8;
+  double t0 = 0, span = 1, plot = 960, scale = 1, width = 0, axis = 0, legend = 0, height = 0;
+  static constexpr int per_line = 40;  // microbatch swatches per legend line
 
-  std::ostringstream svg;
-  svg.setf(std::ios::fixed);
-  svg.precision(2);
-  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
-      << "\" viewBox=\"0 0 " << width << ' ' << height
+  explicit SvgLayout(const Timeline& timeline) {
+    double shortest = 0;  // the shortest compute span, to be drawn at least ~20 px wide
+    for (const Interval& s : timeline.intervals) {
+      chunks = std::max(chunks, s.chunk + 1);
+      microbatches = std::max(microbatches, s.microbatch + 1);
+      if (is_compute(s.kind) && s.end > s.begin && (shortest == 0 || s.end - s.begin < shortest))
+        shortest = s.end - s.begin;
+    }
+    t0 = timeline.start(), span = timeline.makespan() > 0 ? timeline.makespan() : 1;
+    plot = shortest > 0 ? std::clamp(20 * span / shortest, 960.0, 4800.0) : 960;
+    scale = plot / span, width = left + plot + right;
+    axis = top + timeline.ranks * (row + gap);
+    const int swatch_lines = (microbatches + per_line - 1) / per_line;
+    legend = axis + 44, height = legend + 28 + swatch_lines * 22 + 8;
+  }
+  double y(int rank) const { return top + rank * (row + gap); }
+};
+
+// The <svg> element, the hatch pattern of each chunk > 0, the background and the title.
+inline void draw_header(std::ostringstream& svg, const SvgLayout& l, const std::string& title) {
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << l.width << "\" height=\""
+      << l.height << "\" viewBox=\"0 0 " << l.width << ' ' << l.height
       << "\" font-family=\"Helvetica, Arial, sans-serif\">\n<defs>\n";
   const int angles[4] = {45, -45, 0, 90};
-  for (int c = 1; c < chunks; ++c)
+  for (int c = 1; c < l.chunks; ++c)
     svg << "<pattern id=\"chunk" << c
         << "\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
            "patternTransform=\"rotate("
         << angles[(c - 1) % 4] << ")\"><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#000\" "
         << "stroke-opacity=\"0.35\" stroke-width=\"1.5\"/></pattern>\n";
   svg << "</defs>\n<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n"
-      << "<text x=\"" << left << "\" y=\"26\" font-size=\"16\" font-weight=\"bold\">"
-      << detail::xml_escape(title) << "</text>\n";
+      << "<text x=\"" << l.left << "\" y=\"26\" font-size=\"16\" font-weight=\"bold\">"
+      << xml_escape(title) << "</text>\n";
+}
 
-  for (int r = 0; r < timeline.ranks; ++r) {  // rows, with the bubble as their pale background
-    const double y = top + r * (row + gap);
-    svg << "<text x=\"" << left - 8 << "\" y=\"" << y + row / 2 + 4
+// The rows, with the bubble as their pale background, then every interval on them.
+inline void draw_rows(std::ostringstream& svg, const SvgLayout& l, const Timeline& timeline,
+                      const std::string& row_label) {
+  for (int r = 0; r < timeline.ranks; ++r) {
+    const double y = l.y(r);
+    svg << "<text x=\"" << l.left - 8 << "\" y=\"" << y + l.row / 2 + 4
         << "\" font-size=\"12\" text-anchor=\"end\">" << row_label << ' ' << r << "</text>\n"
-        << "<rect x=\"" << left << "\" y=\"" << y << "\" width=\"" << plot << "\" height=\"" << row
-        << "\" fill=\"#f2f2f2\"/>\n";
+        << "<rect x=\"" << l.left << "\" y=\"" << y << "\" width=\"" << l.plot << "\" height=\""
+        << l.row << "\" fill=\"#f2f2f2\"/>\n";
   }
   for (const Interval& s : timeline.intervals) {
-    const double x = left + (s.begin - t0) * scale, w = (s.end - s.begin) * scale;
-    const double y = top + s.rank * (row + gap);
+    const double x = l.left + (s.begin - l.t0) * l.scale, w = (s.end - s.begin) * l.scale;
+    const double y = l.y(s.rank);
     if (is_compute(s.kind))
-      detail::draw_box(svg, s, row_label, x, y, w, row);
+      draw_box(svg, s, row_label, x, y, w, l.row);
     else if (s.kind == IntervalKind::send || s.kind == IntervalKind::recv)
-      svg << "<rect class=\"" << to_string(s.kind) << "\" x=\"" << x << "\" y=\"" << y + row - 4
+      svg << "<rect class=\"" << to_string(s.kind) << "\" x=\"" << x << "\" y=\"" << y + l.row - 4
           << "\" width=\"" << w << "\" height=\"4\" fill=\""
           << (s.kind == IntervalKind::recv ? "#777777" : "#bbbbbb") << "\"/>\n";
   }
+}
 
-  // time axis
-  svg << "<line x1=\"" << left << "\" y1=\"" << axis << "\" x2=\"" << left + plot << "\" y2=\""
-      << axis << "\" stroke=\"#000\"/>\n";
-  const double step = detail::tick_step(span);
-  for (int i = 0; i * step <= span * (1 + 1e-9); ++i) {
-    const double x = left + i * step * scale;
-    svg << "<line x1=\"" << x << "\" y1=\"" << axis << "\" x2=\"" << x << "\" y2=\"" << axis + 5
-        << "\" stroke=\"#000\"/><text x=\"" << x << "\" y=\"" << axis + 18
-        << "\" font-size=\"11\" text-anchor=\"middle\">" << detail::number(i * step) << "</text>\n";
+inline void draw_time_axis(std::ostringstream& svg, const SvgLayout& l) {
+  svg << "<line x1=\"" << l.left << "\" y1=\"" << l.axis << "\" x2=\"" << l.left + l.plot
+      << "\" y2=\"" << l.axis << "\" stroke=\"#000\"/>\n";
+  const double step = tick_step(l.span);
+  for (int i = 0; i * step <= l.span * (1 + 1e-9); ++i) {
+    const double x = l.left + i * step * l.scale;
+    svg << "<line x1=\"" << x << "\" y1=\"" << l.axis << "\" x2=\"" << x << "\" y2=\"" << l.axis + 5
+        << "\" stroke=\"#000\"/><text x=\"" << x << "\" y=\"" << l.axis + 18
+        << "\" font-size=\"11\" text-anchor=\"middle\">" << number(i * step) << "</text>\n";
   }
-  svg << "<text x=\"" << left + plot << "\" y=\"" << axis + 32
+  svg << "<text x=\"" << l.left + l.plot << "\" y=\"" << l.axis + 32
       << "\" font-size=\"11\" text-anchor=\"end\">time</text>\n";
+}
 
-  // legend: forward / backward, chunks, then the colour of each microbatch
-  double x = left;
+template <class Pred>
+bool any_interval(const Timeline& timeline, Pred pred) {
+  return std::any_of(timeline.intervals.begin(), timeline.intervals.end(), pred);
+}
+
+// The legend: forward / backward (and W), chunks, messages, then each microbatch's colour.
+inline void draw_legend(std::ostringstream& svg, const SvgLayout& l, const Timeline& timeline) {
+  const double legend = l.legend;
+  double x = l.left;
   auto item = [&](const std::string& fill, const std::string& overlay, const std::string& text) {
     svg << "<rect x=\"" << x << "\" y=\"" << legend << "\" width=\"18\" height=\"14\" fill=\""
         << fill << "\"/>";
@@ -185,28 +200,43 @@ inline std::string timeline_svg(const Timeline& timeline, const std::string& tit
         << "</text>\n";
     x += 30 + 7 * text.size();
   };
-  item(detail::box_colour(0, IntervalKind::forward), "", "forward (lighter)");
-  const bool split = std::any_of(timeline.intervals.begin(), timeline.intervals.end(),
-                                 [](const Interval& s) { return s.kind == IntervalKind::weight; });
-  item(detail::box_colour(0, IntervalKind::backward), "",
+  item(box_colour(0, IntervalKind::forward), "", "forward (lighter)");
+  const bool split =
+      any_interval(timeline, [](const Interval& s) { return s.kind == IntervalKind::weight; });
+  item(box_colour(0, IntervalKind::backward), "",
        split ? "B: input gradient (darker)" : "backward (darker)");
-  if (split) item(detail::box_colour(0, IntervalKind::weight), "", "W: weight gradient (greyer)");
-  for (int c = 0; c < chunks && chunks > 1; ++c)
+  if (split) item(box_colour(0, IntervalKind::weight), "", "W: weight gradient (greyer)");
+  for (int c = 0; c < l.chunks && l.chunks > 1; ++c)
     item("#dddddd", c ? "url(#chunk" + std::to_string(c) + ")" : "", "chunk " + std::to_string(c));
-  const bool messages =
-      std::any_of(timeline.intervals.begin(), timeline.intervals.end(), [](const Interval& s) {
+  if (any_interval(timeline, [](const Interval& s) {
         return s.kind == IntervalKind::send || s.kind == IntervalKind::recv;
-      });
-  if (messages) item("#777777", "", "receiving (in transit)");
-  svg << "<text x=\"" << left << "\" y=\"" << legend + 36
+      }))
+    item("#777777", "", "receiving (in transit)");
+  svg << "<text x=\"" << l.left << "\" y=\"" << legend + 36
       << "\" font-size=\"12\">microbatch:</text>\n";
-  for (int mb = 0; mb < microbatches; ++mb) {
-    const double sx = left + 80 + (mb % per_line) * 22, sy = legend + 25 + (mb / per_line) * 22;
+  for (int mb = 0; mb < l.microbatches; ++mb) {
+    const double sx = l.left + 80 + (mb % l.per_line) * 22,
+                 sy = legend + 25 + (mb / l.per_line) * 22;
     svg << "<rect x=\"" << sx << "\" y=\"" << sy << "\" width=\"20\" height=\"16\" fill=\""
-        << detail::box_colour(mb, IntervalKind::backward) << "\"/><text x=\"" << sx + 10
-        << "\" y=\"" << sy + 12 << "\" font-size=\"10\" text-anchor=\"middle\" fill=\"#ffffff\">"
-        << mb << "</text>\n";
+        << box_colour(mb, IntervalKind::backward) << "\"/><text x=\"" << sx + 10 << "\" y=\""
+        << sy + 12 << "\" font-size=\"10\" text-anchor=\"middle\" fill=\"#ffffff\">" << mb
+        << "</text>\n";
   }
+}
+
+}  // namespace detail
+
+// Rows are named `row_label` r: "stage" for a simulated pipeline, "rank" for a run's ranks.
+inline std::string timeline_svg(const Timeline& timeline, const std::string& title,
+                                const std::string& row_label = "stage") {
+  const detail::SvgLayout layout(timeline);
+  std::ostringstream svg;
+  svg.setf(std::ios::fixed);
+  svg.precision(2);
+  detail::draw_header(svg, layout, title);
+  detail::draw_rows(svg, layout, timeline, row_label);
+  detail::draw_time_axis(svg, layout);
+  detail::draw_legend(svg, layout, timeline);
   svg << "</svg>\n";
   return svg.str();
 }
