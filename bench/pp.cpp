@@ -24,7 +24,10 @@
 // trainers' steps interleaved; for each, the median spans bubble and each stage's peak of
 // activation memory (MemoryKind:: activations, the most held at once during the measured steps).
 // The formula columns: 1F1B's (p-1)/(m+p-1) and ZB-H1's (p-1)/(3m+p-1), both for equal stages (and,
-// ZB-H1, F = B = W).
+// ZB-H1, F = B = W). ZB-H1's activation bound per stage s ("bound"): 1F1B's measured peak, plus
+// the s microbatches whose W is still deferred (Qi et al. 2023 §3.1: stage s runs W of microbatch
+// k after B of k + s), each holding only what W reads (w_stash_bytes), plus one block's output
+// gradients while B allocates them (9 N C).
 //
 // Training rows: the bench model, global batch 8, m = 8: layers even, auto with 1F1B, auto with
 // ZB-H1, each next to the single process in the same run.
@@ -84,8 +87,35 @@ double step_bubble(const Comm& world, gpt2::Trainer<float>& t) {
   return 1 - compute / (world.size() * slowest(world, end));
 }
 
+// Bytes a GPT-2 stage (no TP) keeps per microbatch from B to W (the zero-bubble split: B takes
+// the LayerNorms' gradients, W the linear layers'), N rows of the microbatch, C hidden, V vocab:
+// per block the four linear layers' inputs (ln1, att, ln2: N C each; act: 4 N C) and output
+// gradients (dout, dx2: N C each; d_qkv: 3 N C; d_fc: 4 N C), 16 N C; the last stage also the
+// LM head's dlogits (N V), its input (N C) and the head's input (N C); the first stage the
+// embedding's output gradient (N C).
+double w_stash_bytes(const gpt2::Options& o, int layers, bool first, bool last) {
+  const double N = double(o.rows_per_microbatch()) * o.model.seq, C = o.model.hidden;
+  const double elements =
+      layers * 16 * N * C + (last ? N * o.model.vocab + 2 * N * C : 0) + (first ? N * C : 0);
+  return elements * sizeof(float);
+}
+
+// The ZB-H1 table's header.
+void print_zero_bubble_header(int p, int steps) {
+  std::printf(
+      "\n# ZB-H1 next to 1F1B: bench model (V=256: equal stages), global batch 16, layers "
+      "auto; median of %d steps each, interleaved; %s\n",
+      steps, load_average().c_str());
+  std::printf("%5s %4s %7s | %-19s | %-19s | %6s | %s\n", "", "", "", "1F1B bubble", "ZB-H1 bubble",
+              "ZB/1F1B", "activation peak MiB per stage, 1F1B / ZB-H1 (ZB-H1's bound)");
+  std::printf("%5s %4s %7s | %9s %9s | %9s %9s | %6s |", "V", "m", "layers", "spans", "formula",
+              "spans", "formula", "");
+  for (int r = 0; r < p; ++r) std::printf(" %17s", ("stage " + std::to_string(r)).c_str());
+  std::printf("\n");
+}
+
 // ZB-H1 next to 1F1B: median spans bubble of `steps` steps each, interleaved, and each stage's
-// activation peak in MiB (rank = stage).
+// activation peak in MiB (rank = stage), with ZB-H1's bound.
 void zero_bubble_row(const Comm& world, int vocab, int m, int steps) {
   const int p = world.size();
   std::vector<std::unique_ptr<gpt2::Trainer<float>>> t;
@@ -110,16 +140,95 @@ void zero_bubble_row(const Comm& world, int vocab, int m, int steps) {
   world.all_gather(Span<const double>(peak), Span<double>(peaks));
   if (world.rank() != 0) return;
   const double MiB = 1024.0 * 1024.0;
+  const gpt2::Options& o = t[1]->options();
+  const std::vector<int> split = layer_split(o);
   std::string layers;
-  for (int n : layer_split(t[0]->options()))
-    layers += (layers.empty() ? "" : "+") + std::to_string(n);
+  for (int n : split) layers += (layers.empty() ? "" : "+") + std::to_string(n);
   std::printf("%5d %4d %7s | %9.3f %9.3f | %9.3f %9.3f | %6.2f |", vocab, m, layers.c_str(),
               median(bubble[0]), plan::bubble_share(p, m), median(bubble[1]),
               plan::zb_h1_bubble_share(p, m), median(bubble[1]) / median(bubble[0]));
-  for (int r = 0; r < p; ++r)
-    std::printf(" %5.1f/%-5.1f", peaks[2 * r] / MiB, peaks[2 * r + 1] / MiB);
+  const double N = double(o.rows_per_microbatch()) * o.model.seq, C = o.model.hidden;
+  for (int r = 0; r < p; ++r) {
+    const double bound = peaks[2 * r] + r * w_stash_bytes(o, split[r], r == 0, r == p - 1) +
+                         (split[r] > 0 ? 9 * N * C * sizeof(float) : 0);
+    std::printf(" %5.1f/%5.1f (%4.1f)", peaks[2 * r] / MiB, peaks[2 * r + 1] / MiB, bound / MiB);
+  }
   std::printf("\n");
   std::fflush(stdout);
+}
+
+// The bubble table: GPipe's formula next to the measured spans and work bubbles, m = 1 ... 16,
+// layers split evenly (V = 256 and V = 4096).
+void bubble_table(const Comm& world, const std::string& schedule, int steps, int cores) {
+  const int p = world.size(), c = std::min(p, cores);
+  if (world.rank() == 0) {
+    std::printf(
+        "# bench_pp: PP=%d (%s), 1 thread per rank, %d cores; bench model L=4 C=256 H=8 "
+        "T=128, global batch 16; median of %d steps; %s\n",
+        p, schedule.c_str(), cores, steps, load_average().c_str());
+    std::printf("%4s %9s | %-39s | %-19s\n", "", "", "V=256 (balanced stages)", "V=4096");
+    std::printf("%4s %9s | %9s %9s %9s %9s | %9s %9s | %6s\n", "m", "formula", "spans", "-formula",
+                "work", "(formula)", "spans", "-formula", "check");
+  }
+  for (int m : steps > 0 ? std::vector<int>{1, 2, 4, 8, 16} : std::vector<int>{}) {
+    const double formula = plan::bubble_share(p, m);
+    const double work_formula = 1 - std::min(1.0, double(p) * m / (c * (m + p - 1.0)));
+    Bubble b[2];
+    for (int k = 0; k < 2; ++k) {
+      gpt2::Options o = bench_options({1, p, 1}, m);
+      o.batch = 16;
+      o.schedule = pp::parse_schedule(schedule);
+      o.pp_layers.assign(p, o.model.layers / p);  // equal layers, as the formula assumes
+      if (k == 0) o.model.vocab = 256;
+      b[k] = measure_bubble(world, o, k == 0 ? steps : std::max(1, steps / 2), cores);
+    }
+    const double check = machine_check(world, 0.5);
+    if (world.rank() == 0)
+      std::printf("%4d %9.3f | %9.3f %+9.3f %9.3f %9.3f | %9.3f %+9.3f | %6.2f\n", m, formula,
+                  b[0].spans, b[0].spans - formula, b[0].work, work_formula, b[1].spans,
+                  b[1].spans - formula, check);
+    std::fflush(stdout);
+  }
+}
+
+// ZB-H1 next to 1F1B, m = 4, 8, 16, V = 256 and 4096.
+void zero_bubble_table(const Comm& world, int steps) {
+  if (world.rank() == 0) print_zero_bubble_header(world.size(), steps);
+  for (int vocab : {256, 4096})
+    for (int m : steps > 0 ? std::vector<int>{4, 8, 16} : std::vector<int>{})
+      zero_bubble_row(world, vocab, m, steps);
+}
+
+// Throughput on the bench model (global batch 8), m = 8, next to the single process; for p = 2
+// also layers auto with 1F1B and ZB-H1, and V = 256.
+void training_rows(const Comm& world, const std::string& schedule, double train_seconds) {
+  const int p = world.size();
+  gpt2::Options even = bench_options({1, p, 1}, 8);
+  even.schedule = pp::parse_schedule(schedule);
+  even.pp_layers.assign(p, even.model.layers / p);  // 2+2 or 1+1+1+1
+  gpt2::Trainer<float> t_even(world, even, TokenSource::synthetic(even.model.vocab));
+  if (world.rank() == 0) std::printf("\n");
+  if (p != 2) {
+    training_table(world, train_seconds, bench_options(), {{"PP=4, m=8, layers 1+1+1+1", &t_even}});
+    return;
+  }
+  gpt2::Options balanced = even;  // auto: the LM head weighs ~1.2 blocks, 3 + 1
+  balanced.pp_layers.clear();
+  balanced.schedule = pp::ScheduleKind::one_f_one_b;
+  gpt2::Options zb = balanced;
+  zb.schedule = pp::ScheduleKind::zb_h1;
+  gpt2::Trainer<float> t_balanced(world, balanced, TokenSource::synthetic(even.model.vocab));
+  gpt2::Trainer<float> t_zb(world, zb, TokenSource::synthetic(even.model.vocab));
+  training_table(world, train_seconds, bench_options(),
+                 {{"PP=2, m=8, layers 2+2", &t_even},
+                  {"PP=2, m=8, auto 1f1b", &t_balanced},
+                  {"PP=2, m=8, auto zb-h1", &t_zb}});
+  // The byte vocabulary: the LM head is cheap, so 2 + 2 layers are equal stages.
+  gpt2::Options bytes = even, single = bench_options();
+  bytes.model.vocab = single.model.vocab = 256;
+  gpt2::Trainer<float> t_bytes(world, bytes, TokenSource::synthetic(bytes.model.vocab));
+  if (world.rank() == 0) std::printf("\n# the same with V=256 (equal stages)\n");
+  training_table(world, train_seconds, single, {{"PP=2, m=8, V=256, 2+2", &t_bytes}});
 }
 
 }  // namespace
@@ -132,94 +241,21 @@ int main(int argc, char** argv) {
     std::string schedule = "1f1b";
     CLI::App app{
         "Pipeline bubble next to (p-1)/(m+p-1), and pipelined training next to one process."};
-    app.add_option("--steps", steps, "measured steps per configuration (0: no bubble table)")
+    app.add_option("--steps", steps, "measured steps per configuration (0: no bubble tables)")
         ->capture_default_str();
-    app.add_option("--schedule", schedule, "pipeline schedule")
+    app.add_option("--schedule", schedule, "pipeline schedule of the bubble table")
         ->check(CLI::IsMember({"gpipe", "1f1b"}))
         ->capture_default_str();
-    app.add_option("--train-seconds", train_seconds, "time for the training rows")
+    app.add_option("--train-seconds", train_seconds, "time for the training rows (0: none)")
         ->capture_default_str();
     parse_command_line(app, argc, argv, world);
     const int p = world.size(),
               cores = node_comm(world).all_reduce_value(cores_available(), ReduceOp::max);
     require(p == 2 || p == 4, "bench_pp runs on 2 or 4 ranks (PP = ranks)");
     configure_threads(world, 1);
-    const int c = std::min(p, cores);
-
-    if (world.rank() == 0) {
-      std::printf(
-          "# bench_pp: PP=%d (%s), 1 thread per rank, %d cores; bench model L=4 C=256 H=8 "
-          "T=128, global batch 16; median of %d steps; %s\n",
-          p, schedule.c_str(), cores, steps, load_average().c_str());
-      std::printf("%4s %9s | %-39s | %-19s\n", "", "", "V=256 (balanced stages)", "V=4096");
-      std::printf("%4s %9s | %9s %9s %9s %9s | %9s %9s | %6s\n", "m", "formula", "spans",
-                  "-formula", "work", "(formula)", "spans", "-formula", "check");
-    }
-    for (int m : steps > 0 ? std::vector<int>{1, 2, 4, 8, 16} : std::vector<int>{}) {
-      const double formula = plan::bubble_share(p, m);
-      const double work_formula = 1 - std::min(1.0, double(p) * m / (c * (m + p - 1.0)));
-      Bubble b[2];
-      for (int k = 0; k < 2; ++k) {
-        gpt2::Options o = bench_options({1, p, 1}, m);
-        o.batch = 16;
-        o.schedule = pp::parse_schedule(schedule);
-        o.pp_layers.assign(p, o.model.layers / p);  // equal layers, as the formula assumes
-        if (k == 0) o.model.vocab = 256;
-        b[k] = measure_bubble(world, o, k == 0 ? steps : std::max(1, steps / 2), cores);
-      }
-      const double check = machine_check(world, 0.5);
-      if (world.rank() == 0)
-        std::printf("%4d %9.3f | %9.3f %+9.3f %9.3f %9.3f | %9.3f %+9.3f | %6.2f\n", m, formula,
-                    b[0].spans, b[0].spans - formula, b[0].work, work_formula, b[1].spans,
-                    b[1].spans - formula, check);
-      std::fflush(stdout);
-    }
-
-    if (world.rank() == 0) {
-      std::printf(
-          "\n# ZB-H1 next to 1F1B: bench model (V=256: equal stages), global batch 16, layers "
-          "auto; median of %d "
-          "steps each, interleaved; %s\n",
-          steps, load_average().c_str());
-      std::printf("%5s %4s %7s | %-19s | %-19s | %6s | %s\n", "", "", "", "1F1B bubble",
-                  "ZB-H1 bubble", "ZB/1F1B", "activation peak MiB per stage, 1F1B/ZB-H1");
-      std::printf("%5s %4s %7s | %9s %9s | %9s %9s | %6s |", "V", "m", "layers", "spans", "formula",
-                  "spans", "formula", "");
-      for (int r = 0; r < p; ++r) std::printf(" %11s", ("stage " + std::to_string(r)).c_str());
-      std::printf("\n");
-    }
-    for (int vocab : {256, 4096})
-      for (int m : steps > 0 ? std::vector<int>{4, 8, 16} : std::vector<int>{})
-        zero_bubble_row(world, vocab, m, steps);
-
-    // Throughput on the bench model (global batch 8), m = 8; for p = 2 also with V = 256.
-    gpt2::Options even = bench_options({1, p, 1}, 8);
-    even.schedule = pp::parse_schedule(schedule);
-    even.pp_layers.assign(p, even.model.layers / p);  // 2+2 or 1+1+1+1
-    gpt2::Trainer<float> t_even(world, even, TokenSource::synthetic(even.model.vocab));
-    if (world.rank() == 0) std::printf("\n");
-    if (p == 2) {
-      gpt2::Options balanced = even;  // auto: the LM head weighs ~1.2 blocks, 3 + 1
-      balanced.pp_layers.clear();
-      balanced.schedule = pp::ScheduleKind::one_f_one_b;
-      gpt2::Options zb = balanced;
-      zb.schedule = pp::ScheduleKind::zb_h1;
-      gpt2::Trainer<float> t_balanced(world, balanced, TokenSource::synthetic(even.model.vocab));
-      gpt2::Trainer<float> t_zb(world, zb, TokenSource::synthetic(even.model.vocab));
-      training_table(world, train_seconds, bench_options(),
-                     {{"PP=2, m=8, layers 2+2", &t_even},
-                      {"PP=2, m=8, auto 1f1b", &t_balanced},
-                      {"PP=2, m=8, auto zb-h1", &t_zb}});
-      // The byte vocabulary: the LM head is cheap, so 2 + 2 layers are equal stages.
-      gpt2::Options bytes = even, single = bench_options();
-      bytes.model.vocab = single.model.vocab = 256;
-      gpt2::Trainer<float> t_bytes(world, bytes, TokenSource::synthetic(bytes.model.vocab));
-      if (world.rank() == 0) std::printf("\n# the same with V=256 (equal stages)\n");
-      training_table(world, train_seconds, single, {{"PP=2, m=8, V=256, 2+2", &t_bytes}});
-    } else {
-      training_table(world, train_seconds, bench_options(),
-                     {{"PP=4, m=8, layers 1+1+1+1", &t_even}});
-    }
+    bubble_table(world, schedule, steps, cores);
+    zero_bubble_table(world, steps);
+    if (train_seconds > 0) training_rows(world, schedule, train_seconds);
     return 0;
   });
 }

@@ -13,6 +13,7 @@
 //       Buffer<T> x: the input; drop_what_weight_gradients_do_not_need())
 //       and Gradients; activation_size(); forward(Activations&, T* out, const T* w);
 //       backward(const Activations&, T* dx, const T* dout, const T* w, T* g, Gradients&, part)
+//       (part input may also accumulate cheap gradients, e.g. the norms', into g)
 //   template <class T> using Head = ...;       // Head(C, tp, rows); type Activations;
 //       double forward(Activations&, const T* x, const Microbatch&, const T* const* w, T scale);
 //       backward(Activations&, T* dx, const T* x, const Microbatch&, const T* const* w,
@@ -146,10 +147,10 @@ class DecoderStage {
       const std::size_t h = units_.head.size();
       k -= h;
       const auto w = in ? params_.use_backward(k, h) : std::vector<const T*>(h, nullptr);
-      const auto g = wt ? params_.grads(k, h) : std::vector<T*>();
+      const auto g = params_.grads(k, h);  // B may take the cheap gradients (norms) itself
       T* dx = !in ? nullptr : (spec_.layers == 0 && !spec_.first()) ? dinput : d.data();
-      head_.backward(st.head, dx, st.head_input.data(), data, in ? w.data() : nullptr,
-                     wt ? g.data() : nullptr, scale, part);
+      head_.backward(st.head, dx, st.head_input.data(), data, in ? w.data() : nullptr, g.data(),
+                     scale, part);
       if (in) params_.release(k, h);
       if (wt) params_.launch_gradient_reduction(k, h, last);
     } else if (in) {
@@ -165,7 +166,7 @@ class DecoderStage {
       }
       T* dx = !in ? nullptr : (l == 0 && !spec_.first()) ? dinput : dnext.data();
       typename Block::Gradients fused;
-      block_.backward(st.blocks[l], dx, d.data(), w, wt ? params_.grads(k, 1)[0] : nullptr,
+      block_.backward(st.blocks[l], dx, d.data(), w, params_.grads(k, 1)[0],
                       part == nn::BackwardPart::both ? fused : st.grads[l], part);
       if (in) params_.release(k, 1);
       if (part == nn::BackwardPart::input) {

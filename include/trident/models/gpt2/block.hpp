@@ -37,19 +37,25 @@ struct BlockActivations {
   Buffer<T> ln2;                 // (N, C)
   Buffer<T> fc, act;             // (N, 4 Cl) before and after GELU
 
-  // After the input half of the backward (B): frees what only B reads (QKV, attention
-  // probabilities, the FC output before GELU); the weight half (W) reads the rest.
-  void drop_what_weight_gradients_do_not_need() { qkv.reset(), probs.reset(), fc.reset(); }
+  // After the input half of the backward (B), which also took the LayerNorms' gradients (cheap,
+  // O(n C)): frees all but the four linear layers' inputs (ln1, att, ln2, act), which the weight
+  // half (W) reads.
+  void drop_what_weight_gradients_do_not_need() {
+    for (Buffer<T>* b : {&x, &ln1_mean, &ln1_rstd, &qkv, &probs, &x2, &ln2_mean, &ln2_rstd, &fc})
+      b->reset();
+  }
 };
 
 // The gradients of a block's layer outputs: written by the input half of the backward (B), read
 // by the weight half (W) together with the layers' inputs in BlockActivations (Qi et al. 2023).
+// Kept from B to W: the four linear layers' dy (dout, d_fc, dx2, d_qkv; under SP also the
+// projections' gathered dy), 9 C per row for C hidden without TP.
 template <class T>
 struct BlockGradients {
   Buffer<T> dout;             // (n, C) the block's output gradient: the MLP projection's dy
   Buffer<T> dy_mlp, dy_attn;  // (N, C) under SP: the projections' dy gathered
   Buffer<T> d_fc;             // (N, 4 Cl) FC's dy (after GELU's backward)
-  Buffer<T> dln2, dx2, dln1;  // (n, C) LN2's dy, the attention projection's dy, LN1's dy
+  Buffer<T> dx2;              // (n, C) the attention projection's dy
   Buffer<T> d_qkv;            // (N, 3 Cl) QKV's dy
 };
 
@@ -123,8 +129,9 @@ class Block {
     backward(a, dx, dout, w, g, d, nn::BackwardPart::both);
   }
 
-  // One half, or both, of the backward (nn/backward_part.hpp). input: writes dx and fills d
-  // (g unused, may be null); weight: accumulates into g from a and d (dx, dout, w unused).
+  // One half, or both, of the backward (nn/backward_part.hpp). input: writes dx, accumulates the
+  // LayerNorms' gradients into g and fills d; weight: accumulates the linear layers' gradients
+  // into g from a and d (dx, dout, w unused).
   void backward(const BlockActivations<T>& a, T* dx, const T* dout, const T* w, T* g,
                 BlockGradients<T>& d, nn::BackwardPart part) const {
     const int N = rows(), n = local_rows();
@@ -134,19 +141,17 @@ class Block {
       const MemoryKind kind = fused ? MemoryKind::buffers : MemoryKind::activations;
       auto keep = [&](Buffer<T>& b, std::size_t size) { b.allocate(kind, size); };
       keep(d.dy_mlp, sp ? N * C_ : 0), keep(d.dy_attn, sp && !fused ? N * C_ : 0);
-      keep(d.d_fc, N * 4 * Cl_), keep(d.dln2, n * C_), keep(d.dx2, n * C_);
-      keep(d.dln1, fused ? 0 : n * C_), keep(d.d_qkv, N * 3 * Cl_);
+      keep(d.d_fc, N * 4 * Cl_), keep(d.dx2, n * C_), keep(d.d_qkv, N * 3 * Cl_);
       if (part == nn::BackwardPart::input)
         keep(d.dout, n * C_), std::copy_n(dout, n * C_, d.dout.data());
     }
     const T* dy = part == nn::BackwardPart::weight ? d.dout.data() : dout;
-    // fused: the attention half reuses the MLP half's buffers, done with by then (the
-    // allocations of the backward before the split)
+    // fused: the attention half reuses the MLP half's gathered dy, done with by then
     T* dy_attn = fused ? d.dy_mlp.data() : d.dy_attn.data();
-    T* dln1 = fused ? d.dln2.data() : d.dln1.data();
     Buffer<T> d_att(MemoryKind::buffers, in ? N * Cl_ : 0),
         dln_full(MemoryKind::buffers, in && sp ? N * C_ : 0),
-        d_ln_in(MemoryKind::buffers, in ? n * C_ : 0);
+        d_ln_in(MemoryKind::buffers, in ? n * C_ : 0),
+        dln(MemoryKind::buffers, in ? n * C_ : 0);  // LN2's, then LN1's dy
     auto W = [&](int k) { return w ? w + offset_[k] : nullptr; };
     auto G = [&](int k) { return g ? g + offset_[k] : nullptr; };
 
@@ -154,22 +159,26 @@ class Block {
     mlp_proj_.backward(tp_, d.d_fc.data(), G(kMlpProjW), G(kMlpProjB), dy, d.dy_mlp.data(),
                        a.act.data(), W(kMlpProjW), N, part);
     if (in) nn::gelu_backward(d.d_fc.data(), d.d_fc.data(), a.fc.data(), d.d_fc.size());
-    fc_.backward(tp_, d.dln2.data(), sp ? dln_full.data() : d.dln2.data(), G(kFcW), G(kFcB),
+    fc_.backward(tp_, dln.data(), sp ? dln_full.data() : dln.data(), G(kFcW), G(kFcB),
                  d.d_fc.data(), a.ln2.data(), W(kFcW), N, part);
-    nn::layernorm_backward(d_ln_in.data(), G(kLn2W), G(kLn2B), d.dln2.data(), a.x2.data(), W(kLn2W),
-                           a.ln2_mean.data(), a.ln2_rstd.data(), n, C_, part);
-    if (in) add(d.dx2.data(), dy, d_ln_in.data(), n * C_);
+    if (in) {  // the LayerNorms' both halves in B: W has nothing left of them to do
+      nn::layernorm_backward(d_ln_in.data(), G(kLn2W), G(kLn2B), dln.data(), a.x2.data(), W(kLn2W),
+                             a.ln2_mean.data(), a.ln2_rstd.data(), n, C_);
+      add(d.dx2.data(), dy, d_ln_in.data(), n * C_);
+    }
     // attention half: x2 = x + proj(attention(qkv(ln1(x))))
     proj_.backward(tp_, d_att.data(), G(kAttnProjW), G(kAttnProjB), d.dx2.data(), dy_attn,
                    a.att.data(), W(kAttnProjW), N, part);
     if (in)
       nn::attention_backward(d.d_qkv.data(), d_att.data(), a.qkv.data(), a.probs.data(), B_, S_,
                              Hl_, D_);
-    qkv_.backward(tp_, dln1, sp ? dln_full.data() : dln1, G(kQkvW), G(kQkvB), d.d_qkv.data(),
-                  a.ln1.data(), W(kQkvW), N, part);
-    nn::layernorm_backward(d_ln_in.data(), G(kLn1W), G(kLn1B), dln1, a.x.data(), W(kLn1W),
-                           a.ln1_mean.data(), a.ln1_rstd.data(), n, C_, part);
-    if (in) add(dx, d.dx2.data(), d_ln_in.data(), n * C_);
+    qkv_.backward(tp_, dln.data(), sp ? dln_full.data() : dln.data(), G(kQkvW), G(kQkvB),
+                  d.d_qkv.data(), a.ln1.data(), W(kQkvW), N, part);
+    if (in) {
+      nn::layernorm_backward(d_ln_in.data(), G(kLn1W), G(kLn1B), dln.data(), a.x.data(), W(kLn1W),
+                             a.ln1_mean.data(), a.ln1_rstd.data(), n, C_);
+      add(dx, d.dx2.data(), d_ln_in.data(), n * C_);
+    }
   }
 
  private:

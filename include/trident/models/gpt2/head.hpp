@@ -17,8 +17,7 @@ class Head {
   struct Activations {
     Buffer<T> lnf_mean, lnf_rstd;  // (n)
     Buffer<T> lnf;                 // (N, C) the LM head's input (gathered under SP)
-    Buffer<T> probs;               // (N, vocab rows) softmax, then dlogits
-    Buffer<T> dln_f;               // (n, C) LN_f's output gradient, from B to W
+    Buffer<T> probs;               // (N, vocab rows) softmax, then dlogits (kept from B to W)
   };
 
   Head(const Config& c, const TensorParallel& tp, int rows)
@@ -68,24 +67,21 @@ class Head {
   }
 
   // dx: (n, C) the gradient of x (written by the input half); w: the parameters (input half
-  // only); g: the gradients (weight half only, accumulate). part as nn::BackwardPart.
+  // only); g: the gradients (accumulate). part as nn::BackwardPart: the input half also takes
+  // LN_f's gradients (cheap), the weight half only the LM head's (from probs and lnf).
   void backward(Activations& a, T* dx, const T* x, const Microbatch& data, const T* const* w,
                 T* const* g, T scale, nn::BackwardPart part) const {
     const int N = N_, n = tp_.local_rows(N), C = C_;
     const bool in = nn::computes_input(part);
-    Buffer<T> dfull(MemoryKind::buffers, in && tp_.sequence_parallel ? std::size_t(N) * C : 0);
-    if (in)
-      a.dln_f.allocate(
-          part == nn::BackwardPart::both ? MemoryKind::buffers : MemoryKind::activations,
-          std::size_t(n) * C);
-    T* dln = a.dln_f.data();
-    const T* lnf = w ? w[0] : nullptr;
-    T* g_lnf = g ? g[0] : nullptr;
-    head_.backward(tp_, dln, tp_.sequence_parallel ? dfull.data() : dln, g ? g[1] : nullptr,
+    Buffer<T> dfull(MemoryKind::buffers, in && tp_.sequence_parallel ? std::size_t(N) * C : 0),
+        dln(MemoryKind::buffers, in ? std::size_t(n) * C : 0);  // LN_f's output gradient
+    head_.backward(tp_, dln.data(), tp_.sequence_parallel ? dfull.data() : dln.data(), g[1],
                    a.probs.data(), data.targets.data(), a.lnf.data(), w ? w[1] : nullptr, scale, N,
                    part);
-    nn::layernorm_backward(dx, g_lnf, g_lnf ? g_lnf + C : nullptr, dln, x, lnf, a.lnf_mean.data(),
-                           a.lnf_rstd.data(), n, C, part);
+    if (!in) return;
+    nn::layernorm_backward(dx, g[0], g[0] + C, dln.data(), x, w[0], a.lnf_mean.data(),
+                           a.lnf_rstd.data(), n, C);
+    if (part == nn::BackwardPart::input) a.lnf_mean.reset(), a.lnf_rstd.reset();
   }
 
  private:
