@@ -2,6 +2,7 @@
 // (p-1)/(m+p-1), and pipelined training next to the single process, in one run.
 //
 //   mpiexec -n 2 ./bench_pp        mpiexec -n 4 ./bench_pp       [--steps 5] [--train-seconds 20]
+//                                                                 [--zero-bubble-only]
 //
 // Bubble (Huang et al. 2019; the same for 1F1B, Narayanan et al. 2021 §2.2), the median over
 // --steps steps, m = 1 ... 16 microbatches of a global batch of 16 sequences:
@@ -21,7 +22,9 @@
 // ZB-H1 next to 1F1B (Qi et al. 2023), the bench model with V = 256 (equal stages: the bubble is
 // the schedule's) and V = 4096 (the head's stage lighter, even with the layers split by the cost
 // model: idle time no schedule removes), --pp-layers auto, global batch 16, m = 4, 8, 16: the two
-// trainers' steps interleaved; for each, the median spans bubble and each stage's peak of
+// trainers' steps interleaved; for each, the median spans bubble, the part of it that the
+// stages' unequal busy times leave whatever the schedule ("imbal.": sum over ranks of the
+// busiest rank's compute time - the rank's, over p x makespan), and each stage's peak of
 // activation memory (MemoryKind:: activations, the most held at once during the measured steps).
 // The formula columns: 1F1B's (p-1)/(m+p-1) and ZB-H1's (p-1)/(3m+p-1), both for equal stages (and,
 // ZB-H1, F = B = W). ZB-H1's activation bound per stage s ("bound"): 1F1B's measured peak, plus
@@ -51,7 +54,7 @@ double compute_seconds(const std::vector<pp::Interval>& intervals) {
 }
 
 struct Bubble {
-  double spans = 0, work = 0;
+  double spans = 0, work = 0;  // work: or, in the ZB-H1 table, the imbalance's part of spans
 };
 
 // Median bubbles of `steps` steps (after a warm-up step) of a pipeline over the world.
@@ -78,13 +81,18 @@ Bubble measure_bubble(const Comm& world, const gpt2::Options& o, int steps, int 
   return {median(spans), median(work)};
 }
 
-// The spans bubble of one step of t (collective).
-double step_bubble(const Comm& world, gpt2::Trainer<float>& t) {
+// One step of t (collective): the spans bubble, and the part of it that the stages' unequal
+// busy times alone leave, whatever the schedule: sum over ranks of (slowest rank's busy time -
+// the rank's) / (p x makespan).
+Bubble step_bubble(const Comm& world, gpt2::Trainer<float>& t) {
   const StepResult r = t.step();
   double end = 0;
   for (const pp::Interval& sp : r.intervals) end = std::max(end, sp.end);
-  const double compute = world.all_reduce_value(compute_seconds(r.intervals));
-  return 1 - compute / (world.size() * slowest(world, end));
+  const double busy = compute_seconds(r.intervals), makespan = slowest(world, end);
+  const double compute = world.all_reduce_value(busy);
+  const double most = world.all_reduce_value(busy, ReduceOp::max);
+  const int p = world.size();
+  return {1 - compute / (p * makespan), (p * most - compute) / (p * makespan)};
 }
 
 // Bytes a GPT-2 stage (no TP) keeps per microbatch from B to W (the zero-bubble split: B takes
@@ -106,10 +114,10 @@ void print_zero_bubble_header(int p, int steps) {
       "\n# ZB-H1 next to 1F1B: bench model (V=256: equal stages), global batch 16, layers "
       "auto; median of %d steps each, interleaved; %s\n",
       steps, load_average().c_str());
-  std::printf("%5s %4s %7s | %-19s | %-19s | %6s | %s\n", "", "", "", "1F1B bubble", "ZB-H1 bubble",
+  std::printf("%5s %4s %7s | %-24s | %-24s | %6s | %s\n", "", "", "", "1F1B bubble", "ZB-H1 bubble",
               "ZB/1F1B", "activation peak MiB per stage, 1F1B / ZB-H1 (ZB-H1's bound)");
-  std::printf("%5s %4s %7s | %9s %9s | %9s %9s | %6s |", "V", "m", "layers", "spans", "formula",
-              "spans", "formula", "");
+  std::printf("%5s %4s %7s | %9s %6s %7s | %9s %6s %7s | %6s |", "V", "m", "layers", "spans",
+              "imbal.", "formula", "spans", "imbal.", "formula", "spans");
   for (int r = 0; r < p; ++r) std::printf(" %17s", ("stage " + std::to_string(r)).c_str());
   std::printf("\n");
 }
@@ -127,13 +135,14 @@ void zero_bubble_row(const Comm& world, int vocab, int m, int steps) {
     t.push_back(
         std::make_unique<gpt2::Trainer<float>>(world, o, TokenSource::synthetic(o.model.vocab)));
   }
-  std::vector<double> bubble[2], peak(2, 0);
+  std::vector<double> bubble[2], imbalance[2], peak(2, 0);
   for (auto& x : t) (void)x->step();  // warm-up
   for (int s = 0; s < steps; ++s)
     for (int k = 0; k < 2; ++k) {
       const int which = (k + s) % 2;
       memory_stats().reset_peaks();
-      bubble[which].push_back(step_bubble(world, *t[which]));
+      const Bubble b = step_bubble(world, *t[which]);
+      bubble[which].push_back(b.spans), imbalance[which].push_back(b.work);
       peak[which] = std::max(peak[which], double(memory_stats().peak(MemoryKind::activations)));
     }
   std::vector<double> peaks(2 * p);
@@ -144,9 +153,10 @@ void zero_bubble_row(const Comm& world, int vocab, int m, int steps) {
   const std::vector<int> split = layer_split(o);
   std::string layers;
   for (int n : split) layers += (layers.empty() ? "" : "+") + std::to_string(n);
-  std::printf("%5d %4d %7s | %9.3f %9.3f | %9.3f %9.3f | %6.2f |", vocab, m, layers.c_str(),
-              median(bubble[0]), plan::bubble_share(p, m), median(bubble[1]),
-              plan::zb_h1_bubble_share(p, m), median(bubble[1]) / median(bubble[0]));
+  std::printf("%5d %4d %7s | %9.3f %6.3f %7.3f | %9.3f %6.3f %7.3f | %6.2f |", vocab, m,
+              layers.c_str(), median(bubble[0]), median(imbalance[0]), plan::bubble_share(p, m),
+              median(bubble[1]), median(imbalance[1]), plan::zb_h1_bubble_share(p, m),
+              median(bubble[1]) / median(bubble[0]));
   const double N = double(o.rows_per_microbatch()) * o.model.seq, C = o.model.hidden;
   for (int r = 0; r < p; ++r) {
     const double bound = peaks[2 * r] + r * w_stash_bytes(o, split[r], r == 0, r == p - 1) +
@@ -239,6 +249,7 @@ int main(int argc, char** argv) {
     int steps = 5;
     double train_seconds = 20;
     std::string schedule = "1f1b";
+    bool zero_bubble_only = false;
     CLI::App app{
         "Pipeline bubble next to (p-1)/(m+p-1), and pipelined training next to one process."};
     app.add_option("--steps", steps, "measured steps per configuration (0: no bubble tables)")
@@ -248,12 +259,14 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--train-seconds", train_seconds, "time for the training rows (0: none)")
         ->capture_default_str();
+    app.add_flag("--zero-bubble-only", zero_bubble_only,
+                 "skip the bubble table: ZB-H1 next to 1F1B, then the training rows");
     parse_command_line(app, argc, argv, world);
     const int p = world.size(),
               cores = node_comm(world).all_reduce_value(cores_available(), ReduceOp::max);
     require(p == 2 || p == 4, "bench_pp runs on 2 or 4 ranks (PP = ranks)");
     configure_threads(world, 1);
-    bubble_table(world, schedule, steps, cores);
+    if (!zero_bubble_only) bubble_table(world, schedule, steps, cores);
     zero_bubble_table(world, steps);
     if (train_seconds > 0) training_rows(world, schedule, train_seconds);
     return 0;

@@ -22,8 +22,10 @@
 //    B (input gradient, sent upstream at once) and W (weight gradient, deferrable). F and B
 //    follow 1F1B; stage s runs the W of microbatch k after the B of microbatch k + s, so W
 //    passes fill what 1F1B leaves idle, and the rest at the end. Activations held: at most p
-//    microbatches on every stage (1F1B's peak, reached by stage 0); bubble (p-1)(F + B - W)
-//    instead of 1F1B's (p-1)(F + B + W). Requires m >= p.
+//    microbatches on every stage (1F1B's peak, reached by stage 0), of which on stage s 1F1B's
+//    p - s until their B and s more until their W, holding only what W reads (the linear
+//    layers' inputs and output gradients); bubble (p-1)(F + B - W) instead of 1F1B's
+//    (p-1)(F + B + W). Requires m >= p.
 // And one schedule without backward, for evaluation and sampling (train/evaluate.hpp,
 // train/sample.hpp):
 //  - Forward-only: every stage runs the forwards of chunk 0 for microbatches 0..m-1, then of
