@@ -224,7 +224,8 @@ void check_cross_entropy() {
   std::vector<std::int32_t> targets(N);
   for (int i = 0; i < N; ++i) targets[i] = (i * 5) % vocab;
   Vec losses(N), probs = logits, dlogits(N * V_local);
-  auto t_d = on_device<B>(targets), losses_d = on_device<B>(losses), probs_d = on_device<B>(logits),
+  auto t_d = on_device<B>(targets);
+  auto losses_d = on_device<B>(losses), probs_d = on_device<B>(logits),
        dlogits_d = on_device<B>(dlogits);
   const double scale = 1.0 / N;
   nn::cross_entropy_forward(losses.data(), probs.data(), probs.data(), targets.data(), N, V_local,
