@@ -1,6 +1,6 @@
 # The tests of the CUDA build (TRIDENT_WITH_CUDA), included by tests/cuda/CMakeLists.txt.
-trident_mpi_test(cuda_host RANKS 1 TIMEOUT 120 SOURCES test_cuda_host.cpp)
-set_tests_properties(cuda_host.1ranks PROPERTIES LABELS cuda)
+trident_mpi_test(cuda_host RANKS 1 2 TIMEOUT 120 SOURCES test_cuda_host.cpp)
+set_tests_properties(cuda_host.1ranks cuda_host.2ranks PROPERTIES LABELS cuda)
 list(APPEND trident_cuda_test_targets test_cuda_host)
 
 # Compiled by nvcc; not trident_programs (its -march=native and -W flags are g++'s).

@@ -5,6 +5,7 @@
 #include <trident/backend/cpu/gemm.hpp>
 #include <trident/backend/cuda/column_major.hpp>
 #include <trident/backend/cuda/device.hpp>
+#include <trident/backend/cuda/select_device.hpp>
 
 #include <map>
 #include <string>
@@ -108,4 +109,23 @@ TEST_CASE("devices: none visible is an answer with its reason; require_device na
   CHECK(v.reason.rfind("cudaGetDeviceCount: ", 0) == 0);
   CHECK_THROWS_WITH_AS(backend::cuda::require_device(),
                        doctest::Contains("no CUDA device is visible"), Error);
+}
+
+TEST_CASE("ranks onto GPUs: one each, or an equal share each; otherwise an Error") {
+  using backend::cuda::device_of_rank;
+  CHECK(device_of_rank(1, 2, 8) == 1);  // NCCL: one GPU per rank
+  CHECK(device_of_rank(3, 4, 1) == 0);  // host staging: four ranks share one GPU
+  CHECK(device_of_rank(3, 4, 2) == 1);
+  CHECK_THROWS_WITH_AS(device_of_rank(0, 3, 2),
+                       "3 ranks on a node do not map onto its 2 GPUs: use at most one rank per "
+                       "GPU or a multiple of the GPU count",
+                       Error);
+  CHECK_THROWS_WITH_AS(device_of_rank(0, 1, 0), "device cuda: no CUDA device is visible", Error);
+}
+
+TEST_CASE("select_device with no GPU: the same Error on every rank, no hang") {
+  if (backend::cuda::visible_devices().count > 0) return;
+  CHECK_THROWS_WITH_AS(backend::cuda::select_device(test::world()),
+                       doctest::Contains("device cuda: no CUDA device is visible to this process"),
+                       Error);
 }
