@@ -6,6 +6,7 @@
 #include <trident/backend/cuda/column_major.hpp>
 #include <trident/backend/cuda/device.hpp>
 #include <trident/backend/cuda/select_device.hpp>
+#include <trident/io/device_flag.hpp>
 
 #include <map>
 #include <string>
@@ -128,4 +129,14 @@ TEST_CASE("select_device with no GPU: the same Error on every rank, no hang") {
   CHECK_THROWS_WITH_AS(backend::cuda::select_device(test::world()),
                        doctest::Contains("device cuda: no CUDA device is visible to this process"),
                        Error);
+}
+
+TEST_CASE("--device cuda in the CUDA build with no GPU: one Error on every rank naming it") {
+  if (backend::cuda::visible_devices().count > 0) return;
+  CHECK_NOTHROW(check_device_flag(test::world(), "cpu"));
+  CHECK_THROWS_WITH_AS(
+      check_device_flag(test::world(), "cuda"),
+      doctest::Contains(
+          "--device cuda: no CUDA device is visible to this process (cudaGetDeviceCount: "),
+      Error);
 }

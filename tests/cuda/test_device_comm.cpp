@@ -4,6 +4,12 @@
 // are checked against the direct ones: the same results and the same bytes in CommStats.
 #include <trident/backend/cpu/cpu.hpp>
 #include <trident/backend/device_comm.hpp>
+#include <trident/backend/kernels/cross_entropy.hpp>
+#include <trident/nn/cross_entropy.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
 
 #include <string>
 #include <vector>
@@ -85,4 +91,36 @@ TEST_CASE("host staging: the same results and the same counted bytes as direct c
 TEST_CASE("device comm: NCCL is refused with a clear Error until it exists") {
   CHECK_THROWS_WITH_AS(DeviceComm<Cpu>(test::world(), CollectivePath::nccl),
                        doctest::Contains("the NCCL path is not implemented yet"), Error);
+}
+
+// Megatron's vocab-parallel cross-entropy (Shoeybi et al. 2019): each rank holds a slice of the
+// (padded) vocabulary; the kernels' reduce hooks are DeviceComm all-reduces through host
+// staging. Every rank's losses and probability slice equal the unsplit nn/ layer's in double.
+TEST_CASE("vocab-parallel cross-entropy kernels, hooks staged through the host, against nn/") {
+  const Comm& world = test::world();
+  const int p = world.size(), r = world.rank(), N = 5, vocab = 13;
+  const int V_local = (vocab + p - 1) / p, V_padded = V_local * p, begin = r * V_local;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(-4, 4);
+  std::vector<double> logits(N * V_padded);
+  for (double& x : logits) x = u(rng);
+  std::vector<std::int32_t> targets(N);
+  for (int i = 0; i < N; ++i) targets[i] = (i * 6 + 1) % vocab;
+  std::vector<double> losses(N), probs(N * V_padded);
+  nn::cross_entropy_forward(losses.data(), probs.data(), logits.data(), targets.data(), N,
+                            V_padded, 0, vocab);
+
+  std::vector<double> mine(N * V_local), my_losses(N), my_probs(N * V_local);
+  for (int i = 0; i < N; ++i)
+    std::copy_n(logits.begin() + i * V_padded + begin, V_local, mine.begin() + i * V_local);
+  const DeviceComm<Cpu> dc(world, CollectivePath::host_staging);
+  backend::kernels::cross_entropy_forward<Cpu>(
+      my_losses.data(), my_probs.data(), mine.data(), targets.data(), N, V_local, begin, vocab,
+      [&](double* buf, int n) { dc.all_reduce(buf, std::size_t(n), ReduceOp::max); },
+      [&](double* buf, int n) { dc.all_reduce(buf, std::size_t(n), ReduceOp::sum); });
+  for (int i = 0; i < N; ++i) {
+    CHECK(std::abs(my_losses[i] - losses[i]) <= 1e-12 * std::abs(losses[i]));
+    for (int v = 0; v < V_local; ++v)
+      CHECK(std::abs(my_probs[i * V_local + v] - probs[i * V_padded + begin + v]) <= 1e-12);
+  }
 }
