@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -18,6 +20,7 @@
 #include <trident/backend/device_buffer.hpp>
 #include <trident/backend/kernels/adamw.hpp>
 #include <trident/backend/kernels/attention.hpp>
+#include <trident/backend/kernels/bf16_cast.hpp>
 #include <trident/backend/kernels/cross_entropy.hpp>
 #include <trident/backend/kernels/embedding.hpp>
 #include <trident/backend/kernels/gelu.hpp>
@@ -260,6 +263,37 @@ void check_adamw() {
   TRIDENT_CHECK_CLOSE(on_host(p_d), param);
   TRIDENT_CHECK_CLOSE(on_host(m_d), m);
   TRIDENT_CHECK_CLOSE(on_host(v_d), v);
+}
+
+// float -> bf16 bit for bit as core/bf16.hpp's rounding (ties to even, NaN, infinities,
+// overflow to infinity), and back exactly.
+template <class B>
+void check_bf16_casts() {
+  std::vector<float> x;
+  for (double v : random_values(500, 30, -1e3, 1e3)) x.push_back(float(v));
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float v : {0.0f, -0.0f, 1.0f, 1.00390625f, 1.01171875f, 3.4e38f, -3.4e38f, 1e-40f, inf, -inf,
+                  std::numeric_limits<float>::quiet_NaN()})
+    x.push_back(v);  // 1 + 2^-8 and 1 + 3 * 2^-8: ties, to even down and up
+  const int n = int(x.size());
+  std::vector<std::uint16_t> expected(n);
+  std::vector<float> back(n);
+  for (int i = 0; i < n; ++i) {
+    expected[i] = bf16(x[i]).bits;
+    back[i] = static_cast<float>(bf16(x[i]));
+  }
+  auto x_d = on_device<B>(x);
+  backend::DeviceBuffer<bf16, B> y_d(MemoryKind::activations, n);
+  backend::DeviceBuffer<float, B> back_d(MemoryKind::activations, n);
+  backend::kernels::to_bf16<B>(y_d.data(), x_d.data(), n);
+  backend::kernels::from_bf16<B>(back_d.data(), y_d.data(), n);
+  const std::vector<bf16> y = on_host(y_d);
+  const std::vector<float> back_got = on_host(back_d);
+  for (int i = 0; i < n; ++i) {
+    INFO("x = " << x[i]);
+    CHECK(y[i].bits == expected[i]);
+    CHECK(std::memcmp(&back_got[i], &back[i], sizeof(float)) == 0);
+  }
 }
 
 }  // namespace trident::test

@@ -107,8 +107,8 @@ TEST_CASE("vocab-parallel cross-entropy kernels, hooks staged through the host, 
   std::vector<std::int32_t> targets(N);
   for (int i = 0; i < N; ++i) targets[i] = (i * 6 + 1) % vocab;
   std::vector<double> losses(N), probs(N * V_padded);
-  nn::cross_entropy_forward(losses.data(), probs.data(), logits.data(), targets.data(), N,
-                            V_padded, 0, vocab);
+  nn::cross_entropy_forward(losses.data(), probs.data(), logits.data(), targets.data(), N, V_padded,
+                            0, vocab);
 
   std::vector<double> mine(N * V_local), my_losses(N), my_probs(N * V_local);
   for (int i = 0; i < N; ++i)

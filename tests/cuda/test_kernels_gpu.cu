@@ -31,6 +31,9 @@ TEST_CASE("kernels on the GPU: causal attention, multi-head and grouped-query") 
 TEST_CASE("kernels on the GPU: softmax cross-entropy with padding columns") {
   check_cross_entropy<Cuda>();
 }
+TEST_CASE("kernels on the GPU: float <-> bf16 casts, bit for bit") {
+  check_bf16_casts<Cuda>();
+}
 TEST_CASE("kernels on the GPU: AdamW, three steps") {
   check_adamw<Cuda>();
 }

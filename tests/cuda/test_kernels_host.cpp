@@ -28,6 +28,9 @@ TEST_CASE("kernels on the host: causal attention, multi-head and grouped-query")
 TEST_CASE("kernels on the host: softmax cross-entropy with padding columns") {
   check_cross_entropy<Cpu>();
 }
+TEST_CASE("kernels on the host: float <-> bf16 casts, bit for bit") {
+  check_bf16_casts<Cpu>();
+}
 TEST_CASE("kernels on the host: AdamW, three steps") {
   check_adamw<Cpu>();
 }

@@ -57,6 +57,7 @@ struct CausalSoftmaxBackward {
   }
 };
 
+// Bk: the backend type (B is the batch here).
 // qkv: (S*B, (H + 2*KV)*D) -> probs: (B, H, S, S), out: (S*B, H*D); all in B's memory.
 template <class Bk, class T>
 void attention_forward(T* out, T* probs, const T* qkv, int B, int S, int H, int KV, int D) {

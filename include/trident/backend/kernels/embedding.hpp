@@ -70,6 +70,7 @@ struct PositionEmbeddingBackward {
   }
 };
 
+// Bk: the backend type (B is the batch here).
 template <class Bk, class T>
 void token_embedding_forward(T* out, const std::int32_t* tokens, const T* wte, int N, int C,
                              int vocab_begin, int vocab_end) {
