@@ -35,7 +35,8 @@ case "${1:-}" in
     ;;
   test)
     cmake --build "$build" -j "$jobs"
-    cd "$build" && ctest --output-on-failure
+    (cd "$build" && ctest --output-on-failure)
+    sh cmake/cuda_tests.sh "$jobs"  # the CUDA build's tests when nvcc is found (else skipped)
     ;;
   cluster)
     cmake --build "$build" -j "$jobs" --target train_gpt

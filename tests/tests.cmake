@@ -44,3 +44,4 @@ add_test(NAME layering.catches COMMAND ${CMAKE_COMMAND} -DROOT=${PROJECT_SOURCE_
                                        -P ${PROJECT_SOURCE_DIR}/cmake/check_layers.cmake)
 set_tests_properties(layering.catches PROPERTIES PASS_REGULAR_EXPRESSION
                      "reaches_up.hpp:3: #include \"../high/allowed.hpp\".*'low' \\(layer 0\\) includes 'high' above it")
+add_subdirectory(cuda)

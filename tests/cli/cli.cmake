@@ -193,3 +193,14 @@ add_test(NAME cli.skip_nonfinite COMMAND ${CMAKE_COMMAND}
          -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/skip_nonfinite.cmake)
 set_tests_properties(cli.skip_nonfinite PROPERTIES TIMEOUT 120
                      ENVIRONMENT "OMP_NUM_THREADS=1;TRIDENT_FAULT=nan-grad:rank=1:step=2")
+
+# --device cuda (io/device_flag.hpp): refused with one message naming what is missing.
+# The CUDA build's answer on a machine without a GPU (cmake/cuda_tests.sh checks the same
+# function in cuda_host without building train_gpt).
+if(TRIDENT_WITH_CUDA)
+  trident_cli_error(device_cuda RANKS 2 PROGRAM train_gpt ARGS ${tiny} --device cuda
+    EXPECT "--device cuda: no CUDA device is visible to this process (cudaGetDeviceCount: ")
+else()
+  trident_cli_error(device_cuda RANKS 2 PROGRAM train_gpt ARGS ${tiny} --device cuda
+    EXPECT "--device cuda: this program was built without the CUDA backend (configure with -DTRIDENT_WITH_CUDA=ON); it runs on --device cpu")
+endif()

@@ -19,6 +19,7 @@
 #include "../data/tokens.hpp"
 #include "../train/trainer.hpp"
 #include "cli.hpp"
+#include "device_flag.hpp"
 
 namespace trident {
 
@@ -26,7 +27,8 @@ namespace trident {
 struct RunFlags {
   int steps = 300, threads = 0, log_every = 1;
   double timeout = wait_tuning().timeout_seconds;  // TRIDENT_TIMEOUT or 600
-  std::string dtype = "float", precision = "fp32", data = default_corpus(), schedule = "1f1b";
+  std::string device = "cpu", dtype = "float", precision = "fp32", data = default_corpus(),
+              schedule = "1f1b";
   std::string recompute = "none", grad_reduce = "microbatch", pp_layers = "auto", json;
   CLI::Option* microbatches = nullptr;  // given or not (default 2 x PP)
 };
@@ -49,7 +51,8 @@ inline std::vector<int> parse_pp_layers(const std::string& text) {
   }
 }
 
-// --batch --steps --lr --seed --data-seed --dtype --data --json --threads --log-every --timeout
+// --batch --steps --lr --seed --data-seed --dtype --data --json --device --threads --log-every
+// --timeout
 // --skip-nonfinite --tp --sequence-parallel --pp --schedule --microbatches --virtual-stages
 // --pp-layers --recompute --verbose --dp --zero --grad-reduce --keep-gathered --precision.
 // seed: the model's initialisation seed.
@@ -67,6 +70,8 @@ inline void add_run_options(CLI::App& app, TrainOptions& o, RunFlags& f, unsigne
                  "(byte tokens) or 'synthetic'")
       ->capture_default_str();
   app.add_option("--json", f.json, "write the run report as JSON");
+  app.add_option("--device", f.device, "cpu, or cuda (refused until the trainer runs on the GPU)")
+      ->capture_default_str();
   app.add_option("--threads", f.threads, "threads per rank (default: cores / ranks on the node)");
   app.add_option("--log-every", f.log_every, "steps between progress lines");
   app.add_option("--timeout", f.timeout,
@@ -137,6 +142,7 @@ inline void apply_run_options(const Comm& world, TrainOptions& o, const RunFlags
   require(f.precision != "bf16" || f.dtype == "float",
           "bf16 mixed precision computes in float: use --dtype float");
   wait_tuning().timeout_seconds = checked_timeout(f.timeout, "--timeout");
+  check_device_flag(world, f.device);
   configure_threads(world, f.threads);
 }
 
