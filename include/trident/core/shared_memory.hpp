@@ -44,12 +44,15 @@ namespace trident {
 // When the blocking collectives take the shared-memory path. Read from the environment when the
 // process starts: TRIDENT_SHM=0 turns it off; TRIDENT_SHM_MIN_BYTES (smaller messages keep
 // MPI's path); TRIDENT_SHM_CHUNK_BYTES (one pipeline buffer per rank; read when a segment is
-// made, so it must be equal on every rank); TRIDENT_SHM_SPIN_US (spin_seconds, in us).
+// made, so it must be equal on every rank); TRIDENT_SHM_SPIN_US (spin_seconds, in us);
+// TRIDENT_SHM_NODE_RANKS=k (node_ranks, for tests): each block of k consecutive world ranks
+// counts as a node of its own (0: the real nodes only).
 struct ShmTuning {
   bool enabled = true;
   std::size_t min_bytes = 16 << 10;
   std::size_t chunk_bytes = 1 << 20;  // bench_comm, 8 ranks: 1.2-1.5x faster than 256 KiB
   double spin_seconds = 50e-6;        // a barrier's wait yields this long, then sleeps
+  int node_ranks = 0;
 };
 
 inline ShmTuning& shm_tuning() {
@@ -59,6 +62,7 @@ inline ShmTuning& shm_tuning() {
     if (const char* b = std::getenv("TRIDENT_SHM_MIN_BYTES")) t.min_bytes = std::atol(b);
     if (const char* b = std::getenv("TRIDENT_SHM_CHUNK_BYTES")) t.chunk_bytes = std::atol(b);
     if (const char* us = std::getenv("TRIDENT_SHM_SPIN_US")) t.spin_seconds = std::atof(us) * 1e-6;
+    if (const char* k = std::getenv("TRIDENT_SHM_NODE_RANKS")) t.node_ranks = std::atoi(k);
     return t;
   }();
   return tuning;
@@ -192,6 +196,25 @@ inline int segment_keyval() {
   }();
   return key;
 }
+
+// The ranks of `comm` on this rank's node, in the order of `comm` (MPI_COMM_TYPE_SHARED; with
+// shm_tuning().node_ranks = k, also in this rank's block of k world ranks). Collective.
+inline MPI_Comm split_node(MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm node = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node),
+            "MPI_Comm_split_type");
+  if (const int k = shm_tuning().node_ranks; k > 0) {
+    int world_rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm block = MPI_COMM_NULL;
+    check_mpi(MPI_Comm_split(node, world_rank / k, rank, &block), "MPI_Comm_split");
+    MPI_Comm_free(&node);
+    node = block;
+  }
+  return node;
+}
 }  // namespace detail
 
 // The segment of `comm`; nullptr when its ranks span nodes. Collective on the first call.
@@ -200,12 +223,9 @@ inline SharedSegment* shared_segment(MPI_Comm comm) {
   int found = 0;
   check_mpi(MPI_Comm_get_attr(comm, detail::segment_keyval(), &value, &found), "MPI_Comm_get_attr");
   if (found) return static_cast<SharedSegment*>(value);
-  int size = 0, rank = 0, node_size = 0;
+  int size = 0, node_size = 0;
   MPI_Comm_size(comm, &size);
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm node = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node),
-            "MPI_Comm_split_type");
+  MPI_Comm node = detail::split_node(comm);
   MPI_Comm_size(node, &node_size);
   MPI_Comm_free(&node);
   // at least 64 bytes per rank and round: a reduce-scatter's round holds one piece per rank
