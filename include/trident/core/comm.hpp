@@ -168,7 +168,7 @@ class Comm {
     if constexpr (shm::kReducible<T>) {
       if (run_shared(CommOp::all_reduce, buf.bytes(), -1,
                      [&](SharedSegment* s, NodeHierarchy* h, const Waiting& w) {
-                       s ? shm::all_reduce(*s, buf, op, w) : shm::all_reduce(*h, buf, op, w);
+                       shm::all_reduce(s, h, buf, op, w);
                      }))
         return;
     }
@@ -181,8 +181,7 @@ class Comm {
                      "input must be group size x output");
       if (run_shared(CommOp::reduce_scatter, in.bytes(), -1,
                      [&](SharedSegment* s, NodeHierarchy* h, const Waiting& w) {
-                       s ? shm::reduce_scatter(*s, in, out, w)
-                         : shm::reduce_scatter(*h, in, out, rank_, w);
+                       shm::reduce_scatter(s, h, in, out, rank_, w);
                      }))
         return;
     }

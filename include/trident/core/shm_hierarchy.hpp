@@ -161,5 +161,18 @@ void reduce_scatter(NodeHierarchy& h, Span<const T> in, Span<T> out, int rank,
   std::memcpy(out.data(), sum.data() + rank * n, n * sizeof(T));
 }
 
+// The two routes in one call: through `node`, the group's segment, when it is on one node; else
+// through `nodes`, its hierarchy.
+template <class T>
+void all_reduce(SharedSegment* node, NodeHierarchy* nodes, Span<T> buf, ReduceOp op,
+                const Waiting& what) {
+  node ? all_reduce(*node, buf, op, what) : all_reduce(*nodes, buf, op, what);
+}
+template <class T>
+void reduce_scatter(SharedSegment* node, NodeHierarchy* nodes, Span<const T> in, Span<T> out,
+                    int rank, const Waiting& what) {
+  node ? reduce_scatter(*node, in, out, what) : reduce_scatter(*nodes, in, out, rank, what);
+}
+
 }  // namespace shm
 }  // namespace trident
