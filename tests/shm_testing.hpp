@@ -11,13 +11,14 @@
 namespace trident::test {
 
 // Runs `body` with the blocking collectives on the shared-memory path at every size (on) or on
-// MPI's path (off); `chunk_bytes` sets the pipeline buffer of segments made inside `body`.
+// MPI's path (off); `chunk_bytes`, when not 0, sets the pipeline buffer of segments made inside
+// `body`, whether their group fits its cores or not.
 template <class Body>
-void with_shm(bool on, Body&& body, std::size_t chunk_bytes = shm_tuning().chunk_bytes) {
+void with_shm(bool on, Body&& body, std::size_t chunk_bytes = 0) {
   const ShmTuning saved = shm_tuning();
   shm_tuning().enabled = on;
   shm_tuning().min_bytes = 0;
-  shm_tuning().chunk_bytes = chunk_bytes;
+  if (chunk_bytes) shm_tuning().chunk_bytes = shm_tuning().oversubscribed_chunk_bytes = chunk_bytes;
   body();
   shm_tuning() = saved;
 }

@@ -255,7 +255,7 @@ TEST_CASE("the shared-memory path counts what MPI's path counts, and Comm takes 
   CHECK(counts[1][CommOp::all_reduce].bytes == 1000 * sizeof(float));
 
   // at the default threshold: a large message goes through the segment, rounds and all
-  const std::size_t big = 3 * shm_tuning().chunk_bytes / sizeof(double) + 7;
+  const std::size_t big = 3 * shared_segment(comm.get())->chunk_bytes() / sizeof(double) + 7;
   std::vector<double> x(big), y(big);
   for (std::size_t i = 0; i < big; ++i)
     x[i] = y[i] = static_cast<double>((i % 11) * (comm.rank() + 1));
