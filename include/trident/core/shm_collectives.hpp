@@ -5,7 +5,7 @@
 // of stages over the segment's 3 buffers: in phase t, stage s works on round t - s (in buffer
 // (t - s) mod 3), then the ranks meet at a barrier. One barrier per round, whatever the stages:
 //   all_reduce      0: copy my round in   1: reduce my part of it   2: copy the others' parts out
-//    (of 2 ranks)   0: copy my round in   1: reduce all of it
+//    (2 ranks, small) 0: copy my round in 1: reduce all of it
 //   reduce_scatter  0: copy my round in   1: reduce my shard's piece, straight into the output
 // (A rank never copies in what only it reads: its own part, or its own shard's piece.)
 //   all_gather      0: copy my piece in   1: copy every piece out
@@ -121,8 +121,11 @@ inline std::size_t ceil_div(std::size_t a, std::size_t b) {
 // [len r / p, len (r+1) / p) of the round's len, into its output and its buffer, and copies the
 // others' parts out. Per rank and element: the input read once and the output written once
 // (plus segment traffic, in cache), whatever p; at 2 ranks, the reduce-scatter of halves then
-// the copy of the peer's half (measured, bench_comm at 2 ranks, 1-4 MiB: 1.3x faster than both
-// ranks adding all of the round, which reads the input twice and adds every element twice).
+// the copy of the peer's half. Except small messages of 2 ranks (up to kWholeRoundBytes), where
+// a barrier costs more than the bytes: both ranks add all of each round (both inputs, in rank
+// order: the same bits on both), one stage fewer.
+inline constexpr std::size_t kWholeRoundBytes = 32 << 10;
+
 template <class T>
 void all_reduce(SharedSegment& s, Span<T> buf, ReduceOp op, const Waiting& what) {
   const int p = s.size(), r = s.rank();
@@ -132,6 +135,18 @@ void all_reduce(SharedSegment& s, Span<T> buf, ReduceOp op, const Waiting& what)
     off = round * per_round;
     return std::min(per_round, n - off);
   };
+  if (p == 2 && buf.bytes() <= kWholeRoundBytes) {
+    detail::pipeline<2>(s, rounds, what, [&](int stage, std::size_t round, int b) {
+      std::size_t off = 0;
+      const std::size_t len = round_of(round, off);
+      T* mine = buf.data() + off;
+      if (stage == 0)
+        std::memcpy(s.buffer<T>(r, b), mine, len * sizeof(T));
+      else
+        detail::reduce_buffers(s, b, 0, len, mine, mine, static_cast<T*>(nullptr), op);
+    });
+    return;
+  }
   auto part = [&](std::size_t len, int j) { return len * static_cast<std::size_t>(j) / p; };
   detail::pipeline<3>(s, rounds, what, [&](int stage, std::size_t round, int b) {
     std::size_t off = 0;
