@@ -15,7 +15,7 @@
 // kBuffers buffers of chunk_bytes (1 MiB; 4 MiB when the ranks outnumber the cores); messages
 // larger than a buffer are cut into rounds and pipelined through them (shm_collectives.hpp).
 // Barrier: a central counter; the last rank to arrive resets it and advances the generation.
-// A waiting rank reads the generation with sched_yield() in between for spin_seconds (when the
+// A waiting rank reads the generation with a pause in between for spin_seconds (when the
 // group has no more ranks than this process has cores), then sleeps on it (a futex, woken by
 // the last arrival). Sleeping matters when ranks outnumber
 // cores: a rank yielding in a loop still takes its fair share of the core from the ranks that
@@ -160,13 +160,20 @@ class SharedSegment {
     const timespec most{0, detail::pending_requests() > 0 ? 200'000 : 10'000'000};
     detail::wait_until(passed, true, what, [&](double waited) {
       if (detail::pending_requests() > 0) detail::progress();  // request.hpp
-      if (waited < spin) return static_cast<void>(sched_yield());
+      if (waited < spin) return cpu_relax();
       // a sleeper is counted before it sleeps: either the last arrival sees it and wakes it,
       // or the generation has moved on and FUTEX_WAIT returns at once
       __atomic_add_fetch(&words_->sleepers, 1, __ATOMIC_SEQ_CST);
       syscall(SYS_futex, &words_->generation, FUTEX_WAIT, seen, &most, nullptr, 0);
       __atomic_sub_fetch(&words_->sleepers, 1, __ATOMIC_SEQ_CST);
     });
+  }
+  // A spinning wait's pause: keeps the core (sched_yield() would hand it to any other job
+  // on it, for a whole time slice, while the peer is about to arrive).
+  static void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
   }
   void barrier(const Waiting& what) {
     arrive();
