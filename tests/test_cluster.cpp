@@ -2,12 +2,15 @@
 // namespaces joined by a shaped link; tests.cmake runs it as root and reports it skipped
 // elsewhere). Node detection sees the nodes; TP2 inside each node with PP2 across matches the
 // single-process reference; the bytes that crossed the link match the formulas.
+#include <cstring>
+
 #include <trident/core/wire.hpp>
 #include <trident/costmodel/inter_node.hpp>
 #include <trident/mesh/topology.hpp>
 #include <trident/train/formulas.hpp>
 
 #include "parity.hpp"
+#include "shm_testing.hpp"
 
 using namespace trident;
 
@@ -36,15 +39,36 @@ TEST_CASE("TP2 inside each node, PP2 across the link: the reference, 3 steps in 
   test::check_parity<double>(comm, across_nodes(32), 3, 1e-10);
 }
 
+TEST_CASE("all_reduce and reduce_scatter across the nodes: hierarchical, bitwise in node order") {
+  TRIDENT_RANKS(4, comm);
+  const Comm group = comm.dup("across");
+  CHECK(node_hierarchy(group.get()) != nullptr);  // the nodes are found apart: the path is taken
+  const std::size_t n = 4 * 3001;
+  const std::vector<double> x = test::order_sensitive<double>(n, comm.rank());
+  const std::vector<double> expected = test::node_order_sum(group, x, 2);  // 2 ranks per node
+  std::vector<double> reduced = x, shard(n / 4);
+  test::with_shm(true, [&] {
+    group.all_reduce(Span<double>(reduced));
+    group.reduce_scatter<double>(x, shard);
+  });
+  CHECK(std::memcmp(reduced.data(), expected.data(), n * sizeof(double)) == 0);
+  CHECK(std::memcmp(shard.data(), expected.data() + comm.rank() * (n / 4),
+                    shard.size() * sizeof(double)) == 0);
+}
+
 // What crosses the link, per step, against costmodel/inter_node.hpp's count of the formulas'
 // per-rank bytes (train/formulas.hpp) as MPICH's algorithms move them: TP2-PP2 (the pipeline's
 // messages and the tied embedding's all-reduce cross), TP4 (Rabenseifner's all-reduces cross)
 // and ZeRO-3 over DP4 (pairwise reduce-scatters and ring all-gathers cross). The counters see
 // Ethernet frames: the payload plus headers (Ethernet, IP, TCP: 66 bytes per packet, packets of
 // up to 64 KiB with segmentation offload), TCP's acknowledgements, UCX's headers and handshakes
-// and a few doubles over the world (loss, norm): at most 10% here.
+// and a few doubles over the world (loss, norm): at most 10% here. The formulas count MPI's
+// algorithms: the hierarchical shared-memory path (core/shm_hierarchy.hpp), which sends half of
+// what Rabenseifner's all-reduce sends across 2 nodes, is off here.
 TEST_CASE("the bytes on the wire per step: TP, PP and ZeRO-3's DP across nodes, as formulas") {
   TRIDENT_RANKS(4, comm);
+  const ShmTuning saved = shm_tuning();
+  shm_tuning().enabled = false;
   const costmodel::InterNode nodes{2};
   const plan::Precision doubles{"double", 8, 8, 16, 8};
   gpt2::Options tp4 = across_nodes(128), zero3 = tp4;
@@ -74,4 +98,5 @@ TEST_CASE("the bytes on the wire per step: TP, PP and ZeRO-3's DP across nodes, 
     CHECK(wire >= x.total());
     CHECK(wire <= 1.10 * x.total());
   }
+  shm_tuning() = saved;
 }

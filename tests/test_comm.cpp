@@ -13,6 +13,7 @@
 #include <trident/mesh/mesh.hpp>
 
 #include "mpi_test.hpp"
+#include "shm_testing.hpp"
 
 using namespace trident;
 
@@ -148,17 +149,8 @@ TEST_CASE("agree() turns one rank's failure into the same error on every rank") 
 
 namespace {
 
-// Runs `body` with the blocking collectives on the shared-memory path at every size (on) or on
-// MPI's path (off); `chunk_bytes` sets the pipeline buffer of segments made inside `body`.
-template <class Body>
-void with_shm(bool on, Body&& body, std::size_t chunk_bytes = shm_tuning().chunk_bytes) {
-  const ShmTuning saved = shm_tuning();
-  shm_tuning().enabled = on;
-  shm_tuning().min_bytes = 0;
-  shm_tuning().chunk_bytes = chunk_bytes;
-  body();
-  shm_tuning() = saved;
-}
+using test::order_sensitive;
+using test::with_shm;
 
 // The four collectives on `comm` over n elements per rank (reduce_scatter: n per shard),
 // integer-valued, by one path; every result concatenated.
@@ -197,37 +189,12 @@ void check_paths_equal(const Comm& comm) {
   }
 }
 
-// Inputs whose sum depends on the order of the additions: magnitudes spread over 2^-20..2^20.
-template <class T>
-std::vector<T> order_sensitive(std::size_t n, int rank) {
-  std::vector<T> x(n);
-  std::uint64_t s = 0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(rank + 1);
-  for (T& v : x) {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    const double u = static_cast<double>(s >> 11) / 9007199254740992.0;  // [0, 1)
-    v = static_cast<T>((u - 0.5) * std::ldexp(1.0, static_cast<int>(s % 41) - 20));
-  }
-  return x;
-}
-
-// x_0 + x_1 + ... + x_{p-1}, left to right, from every rank's input (gathered by MPI's path).
-template <class T>
-std::vector<T> rank_order_sum(const Comm& comm, const std::vector<T>& x) {
-  const std::size_t n = x.size();
-  std::vector<T> all(n * comm.size());
-  with_shm(false, [&] { comm.all_gather<T>(x, all); });
-  std::vector<T> sum(all.begin(), all.begin() + n);
-  for (int j = 1; j < comm.size(); ++j)
-    for (std::size_t i = 0; i < n; ++i) sum[i] += all[j * n + i];
-  return sum;
-}
-
 template <class T>
 void check_rank_order(const Comm& comm) {
   const int p = comm.size();
   const std::size_t n = 3001 * static_cast<std::size_t>(p);  // reduce_scatter: p shards of 3001
   const std::vector<T> x = order_sensitive<T>(n, comm.rank());
-  const std::vector<T> expected = rank_order_sum(comm, x);
+  const std::vector<T> expected = test::node_order_sum(comm, x, p);  // x_0 + x_1 + ...
   for (int run = 0; run < 2; ++run) {  // each run bitwise the rank-order sum
     std::vector<T> reduced = x, shard(n / p);
     with_shm(true, [&] {
@@ -288,7 +255,7 @@ TEST_CASE("the shared-memory path counts what MPI's path counts, and Comm takes 
   CHECK(counts[1][CommOp::all_reduce].bytes == 1000 * sizeof(float));
 
   // at the default threshold: a large message goes through the segment, rounds and all
-  const std::size_t big = 3 * shm_tuning().chunk_bytes / sizeof(double) + 7;
+  const std::size_t big = 3 * shared_segment(comm.get())->chunk_bytes() / sizeof(double) + 7;
   std::vector<double> x(big), y(big);
   for (std::size_t i = 0; i < big; ++i)
     x[i] = y[i] = static_cast<double>((i % 11) * (comm.rank() + 1));

@@ -1,5 +1,6 @@
 # The test programs (one per area) and their rank counts.
-trident_mpi_test(core RANKS 1 2 4 8 TIMEOUT 120 SOURCES test_comm.cpp test_mesh.cpp test_watchdog.cpp)
+trident_mpi_test(core RANKS 1 2 4 8 TIMEOUT 120 SOURCES test_comm.cpp test_comm_nodes.cpp test_mesh.cpp
+                 test_watchdog.cpp)
 trident_mpi_test(tensor RANKS 1 2 4 TIMEOUT 120 SOURCES test_tensor.cpp)
 add_subdirectory(package)
 trident_mpi_test(safetensors RANKS 1 TIMEOUT 120 SOURCES test_safetensors.cpp)

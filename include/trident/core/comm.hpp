@@ -8,8 +8,9 @@
 // skip-collective (fault.hpp) makes this rank skip one collective: it is recorded, not posted.
 // The blocking all_reduce and reduce_scatter of a group on one node take the shared-memory path
 // (shm_collectives.hpp: fixed reduction order, bitwise reproducible) from shm_tuning().min_bytes
-// up; so do all_gather and broadcast when the group has more ranks than cores. Smaller
-// messages, groups that span nodes and the nonblocking forms stay on MPI's collectives. Both
+// up, hierarchically when the group spans nodes (shm_hierarchy.hpp); so do all_gather and
+// broadcast when the group is on one node and has more ranks than cores. Smaller messages and
+// the nonblocking forms stay on MPI's collectives. Both
 // paths count the same bytes. (Measured, bench_comm: at 2 ranks on 2 cores MPI's all_gather and
 // broadcast move a peer's data in one copy and the shared-memory path's two copies lose,
 // 0.3-0.8x from 16 KiB to 4 MiB; at 8 ranks on 2 cores the shared-memory path wins 1.4-5x.)
@@ -28,6 +29,7 @@
 #include "flight_recorder.hpp"
 #include "request.hpp"
 #include "shm_collectives.hpp"
+#include "shm_hierarchy.hpp"
 #include "span.hpp"
 #include "stats.hpp"
 
@@ -165,7 +167,9 @@ class Comm {
   void all_reduce(Span<T> buf, ReduceOp op = ReduceOp::sum) const {
     if constexpr (shm::kReducible<T>) {
       if (run_shared(CommOp::all_reduce, buf.bytes(), -1,
-                     [&](SharedSegment& s, const Waiting& w) { shm::all_reduce(s, buf, op, w); }))
+                     [&](SharedSegment* s, NodeHierarchy* h, const Waiting& w) {
+                       shm::all_reduce(s, h, buf, op, w);
+                     }))
         return;
     }
     iall_reduce(buf, op).wait();
@@ -175,9 +179,10 @@ class Comm {
     if constexpr (shm::kReducible<T>) {
       require_shards(CommOp::reduce_scatter, in.size(), out.size(),
                      "input must be group size x output");
-      if (run_shared(
-              CommOp::reduce_scatter, in.bytes(), -1,
-              [&](SharedSegment& s, const Waiting& w) { shm::reduce_scatter(s, in, out, w); }))
+      if (run_shared(CommOp::reduce_scatter, in.bytes(), -1,
+                     [&](SharedSegment* s, NodeHierarchy* h, const Waiting& w) {
+                       shm::reduce_scatter(s, h, in, out, rank_, w);
+                     }))
         return;
     }
     ireduce_scatter(in, out).wait();
@@ -187,17 +192,22 @@ class Comm {
     require_shards(CommOp::all_gather, out.size(), in.size(), "output must be group size x input");
     if (run_shared(
             CommOp::all_gather, out.bytes(), -1,
-            [&](SharedSegment& s, const Waiting& w) { shm::all_gather(s, in, out, w); }, true))
+            [&](SharedSegment* s, NodeHierarchy*, const Waiting& w) {
+              shm::all_gather(*s, in, out, w);
+            },
+            true))
       return;
     iall_gather(in, out).wait();
   }
   template <class T>
   void broadcast(Span<T> buf, int root) const {
     const bool root_in_group = root >= 0 && root < size_;  // else MPI reports the error
-    if (root_in_group &&
-        run_shared(
-            CommOp::broadcast, buf.bytes(), root,
-            [&](SharedSegment& s, const Waiting& w) { shm::broadcast(s, buf, root, w); }, true))
+    if (root_in_group && run_shared(
+                             CommOp::broadcast, buf.bytes(), root,
+                             [&](SharedSegment* s, NodeHierarchy*, const Waiting& w) {
+                               shm::broadcast(*s, buf, root, w);
+                             },
+                             true))
       return;
     ibroadcast(buf, root).wait();
   }
@@ -284,20 +294,23 @@ class Comm {
     return started;
   }
 
-  // Runs a blocking collective through the group's shared-memory segment, counted and recorded
-  // as start() does; false (nothing done) when the path is off, the message is below
-  // shm_tuning().min_bytes, the ranks span nodes, or the operation only copies (`copy_only`)
-  // and the group fits its cores. The same on every rank: the sizes and the segment are.
+  // Runs a blocking collective through the group's shared-memory segment, or its nodes'
+  // segments and MPI across them when it spans nodes (shm_hierarchy.hpp; `run` gets the one
+  // that is not null), counted and recorded as start() does; false (nothing done) when the path
+  // is off, the message is below shm_tuning().min_bytes, or the operation only copies
+  // (`copy_only`) and the group spans nodes or fits its cores. The same on every rank: the
+  // sizes and the group's layout are.
   template <class Run>
   bool run_shared(CommOp op, std::size_t bytes, int peer, Run&& run, bool copy_only = false) const {
     const ShmTuning& tuning = shm_tuning();
     if (!tuning.enabled || !valid() || size_ < 2 || bytes < tuning.min_bytes) return false;
     SharedSegment* segment = shared_segment(comm_);  // made on first use: collective
-    if (!segment || (copy_only && !segment->oversubscribed())) return false;
+    if (copy_only && (!segment || !segment->oversubscribed())) return false;
+    NodeHierarchy* nodes = segment ? nullptr : node_hierarchy(comm_);  // collective, once
     const double t0 = detail::now_seconds();
     Waiting what;
     if (!begin(op, bytes, peer, t0, what)) return true;
-    run(*segment, what);
+    run(segment, nodes, what);
     count(op, bytes, t0);
     flight_recorder().end(what.record, detail::now_seconds());
     return true;

@@ -12,10 +12,10 @@
 // keeps MPI's collectives.
 //
 // Bounded memory: each rank's region is one 128-byte line (rank 0's holds the barrier), then
-// kBuffers buffers of chunk_bytes; messages larger than a buffer are cut into rounds and
-// pipelined through them (shm_collectives.hpp).
+// kBuffers buffers of chunk_bytes (1 MiB; 4 MiB when the ranks outnumber the cores); messages
+// larger than a buffer are cut into rounds and pipelined through them (shm_collectives.hpp).
 // Barrier: a central counter; the last rank to arrive resets it and advances the generation.
-// A waiting rank reads the generation with sched_yield() in between for spin_seconds (when the
+// A waiting rank reads the generation with a pause in between for spin_seconds (when the
 // group has no more ranks than this process has cores), then sleeps on it (a futex, woken by
 // the last arrival). Sleeping matters when ranks outnumber
 // cores: a rank yielding in a loop still takes its fair share of the core from the ranks that
@@ -43,13 +43,20 @@ namespace trident {
 
 // When the blocking collectives take the shared-memory path. Read from the environment when the
 // process starts: TRIDENT_SHM=0 turns it off; TRIDENT_SHM_MIN_BYTES (smaller messages keep
-// MPI's path); TRIDENT_SHM_CHUNK_BYTES (one pipeline buffer per rank; read when a segment is
-// made, so it must be equal on every rank); TRIDENT_SHM_SPIN_US (spin_seconds, in us).
+// MPI's path); TRIDENT_SHM_CHUNK_BYTES (one pipeline buffer per rank, both sizes;
+// TRIDENT_SHM_OVERSUBSCRIBED_CHUNK_BYTES the second only; read when a segment is made, so they
+// must be equal on every rank); TRIDENT_SHM_SPIN_US (spin_seconds, in us);
+// TRIDENT_SHM_NODE_RANKS=k (node_ranks, for tests): each block of k consecutive world ranks
+// counts as a node of its own (0: the real nodes only).
 struct ShmTuning {
   bool enabled = true;
   std::size_t min_bytes = 16 << 10;
   std::size_t chunk_bytes = 1 << 20;  // bench_comm, 8 ranks: 1.2-1.5x faster than 256 KiB
-  double spin_seconds = 50e-6;        // a barrier's wait yields this long, then sleeps
+  // the buffer of a group with more ranks than cores, where each round costs every rank a turn
+  // on a core (bench_comm, 8 ranks on 2 cores: 1.3-1.5x faster than 1 MiB at 4-16 MiB)
+  std::size_t oversubscribed_chunk_bytes = 4 << 20;
+  double spin_seconds = 50e-6;  // a barrier's wait yields this long, then sleeps
+  int node_ranks = 0;
 };
 
 inline ShmTuning& shm_tuning() {
@@ -57,8 +64,12 @@ inline ShmTuning& shm_tuning() {
     ShmTuning t;
     if (const char* on = std::getenv("TRIDENT_SHM")) t.enabled = std::atoi(on) != 0;
     if (const char* b = std::getenv("TRIDENT_SHM_MIN_BYTES")) t.min_bytes = std::atol(b);
-    if (const char* b = std::getenv("TRIDENT_SHM_CHUNK_BYTES")) t.chunk_bytes = std::atol(b);
+    if (const char* b = std::getenv("TRIDENT_SHM_CHUNK_BYTES"))
+      t.chunk_bytes = t.oversubscribed_chunk_bytes = std::atol(b);
+    if (const char* b = std::getenv("TRIDENT_SHM_OVERSUBSCRIBED_CHUNK_BYTES"))
+      t.oversubscribed_chunk_bytes = std::atol(b);
     if (const char* us = std::getenv("TRIDENT_SHM_SPIN_US")) t.spin_seconds = std::atof(us) * 1e-6;
+    if (const char* k = std::getenv("TRIDENT_SHM_NODE_RANKS")) t.node_ranks = std::atoi(k);
     return t;
   }();
   return tuning;
@@ -69,9 +80,9 @@ class SharedSegment {
   static constexpr int kBuffers = 3;
   static constexpr std::size_t kLine = 128;  // the barrier's line (two cache lines: no sharing)
 
-  // Collective over `comm`, whose ranks all share one node's memory.
-  SharedSegment(MPI_Comm comm, std::size_t chunk_bytes)
-      : chunk_bytes_((chunk_bytes + kLine - 1) / kLine * kLine) {
+  // Collective over `comm`, whose ranks all share one node's memory; buffers of chunk_bytes, or
+  // of oversubscribed_chunk_bytes when the group has more ranks than cores.
+  SharedSegment(MPI_Comm comm, std::size_t chunk_bytes, std::size_t oversubscribed_chunk_bytes) {
     MPI_Comm_size(comm, &size_);
     MPI_Comm_rank(comm, &rank_);
     cpu_set_t cores;
@@ -81,6 +92,7 @@ class SharedSegment {
               "MPI_Iallreduce");
     detail::complete(agree, nullptr, Waiting{});
     oversubscribed_ = !fits;
+    chunk_bytes_ = ((fits ? chunk_bytes : oversubscribed_chunk_bytes) + kLine - 1) / kLine * kLine;
     spin_seconds_ = fits ? shm_tuning().spin_seconds : 0;
     MPI_Info info;
     MPI_Info_create(&info);
@@ -148,13 +160,20 @@ class SharedSegment {
     const timespec most{0, detail::pending_requests() > 0 ? 200'000 : 10'000'000};
     detail::wait_until(passed, true, what, [&](double waited) {
       if (detail::pending_requests() > 0) detail::progress();  // request.hpp
-      if (waited < spin) return static_cast<void>(sched_yield());
+      if (waited < spin) return cpu_relax();
       // a sleeper is counted before it sleeps: either the last arrival sees it and wakes it,
       // or the generation has moved on and FUTEX_WAIT returns at once
       __atomic_add_fetch(&words_->sleepers, 1, __ATOMIC_SEQ_CST);
       syscall(SYS_futex, &words_->generation, FUTEX_WAIT, seen, &most, nullptr, 0);
       __atomic_sub_fetch(&words_->sleepers, 1, __ATOMIC_SEQ_CST);
     });
+  }
+  // A spinning wait's pause: keeps the core (sched_yield() would hand it to any other job
+  // on it, for a whole time slice, while the peer is about to arrive).
+  static void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
   }
   void barrier(const Waiting& what) {
     arrive();
@@ -192,6 +211,25 @@ inline int segment_keyval() {
   }();
   return key;
 }
+
+// The ranks of `comm` on this rank's node, in the order of `comm` (MPI_COMM_TYPE_SHARED; with
+// shm_tuning().node_ranks = k, also in this rank's block of k world ranks). Collective.
+inline MPI_Comm split_node(MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm node = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node),
+            "MPI_Comm_split_type");
+  if (const int k = shm_tuning().node_ranks; k > 0) {
+    int world_rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm block = MPI_COMM_NULL;
+    check_mpi(MPI_Comm_split(node, world_rank / k, rank, &block), "MPI_Comm_split");
+    MPI_Comm_free(&node);
+    node = block;
+  }
+  return node;
+}
 }  // namespace detail
 
 // The segment of `comm`; nullptr when its ranks span nodes. Collective on the first call.
@@ -200,17 +238,18 @@ inline SharedSegment* shared_segment(MPI_Comm comm) {
   int found = 0;
   check_mpi(MPI_Comm_get_attr(comm, detail::segment_keyval(), &value, &found), "MPI_Comm_get_attr");
   if (found) return static_cast<SharedSegment*>(value);
-  int size = 0, rank = 0, node_size = 0;
+  int size = 0, node_size = 0;
   MPI_Comm_size(comm, &size);
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm node = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node),
-            "MPI_Comm_split_type");
+  MPI_Comm node = detail::split_node(comm);
   MPI_Comm_size(node, &node_size);
   MPI_Comm_free(&node);
   // at least 64 bytes per rank and round: a reduce-scatter's round holds one piece per rank
-  const std::size_t chunk = std::max(shm_tuning().chunk_bytes, 64 * static_cast<std::size_t>(size));
-  SharedSegment* segment = node_size == size ? new SharedSegment(comm, chunk) : nullptr;
+  const ShmTuning& tuning = shm_tuning();
+  const std::size_t least = 64 * static_cast<std::size_t>(size);
+  SharedSegment* segment =
+      node_size == size ? new SharedSegment(comm, std::max(tuning.chunk_bytes, least),
+                                            std::max(tuning.oversubscribed_chunk_bytes, least))
+                        : nullptr;
   check_mpi(MPI_Comm_set_attr(comm, detail::segment_keyval(), segment), "MPI_Comm_set_attr");
   return segment;
 }

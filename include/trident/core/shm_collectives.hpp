@@ -5,7 +5,7 @@
 // of stages over the segment's 3 buffers: in phase t, stage s works on round t - s (in buffer
 // (t - s) mod 3), then the ranks meet at a barrier. One barrier per round, whatever the stages:
 //   all_reduce      0: copy my round in   1: reduce my part of it   2: copy the others' parts out
-//    (of 2 ranks)   0: copy my round in   1: reduce all of it
+//    (2 ranks, small) 0: copy my round in 1: reduce all of it
 //   reduce_scatter  0: copy my round in   1: reduce my shard's piece, straight into the output
 // (A rank never copies in what only it reads: its own part, or its own shard's piece.)
 //   all_gather      0: copy my piece in   1: copy every piece out
@@ -50,32 +50,38 @@ T combine(T a, T b, ReduceOp op) {
 // out[i] (and out2[i] when not null) <- x_0[i] op x_1[i] op ... op x_{p-1}[i], left to right,
 // where x_j = rank j's buffer b from element `first`, except this rank's own x, read from
 // `mine` (never copied to the segment); i in [0, n). Blocks of kBlock elements are summed in a
-// local accumulator (L1), so out may be `mine` or a buffer.
+// local accumulator (L1), the first two inputs added as they are loaded and the last as the
+// result is stored, so out may be `mine` or a buffer.
 template <class T>
 void reduce_buffers(const SharedSegment& s, int b, std::size_t first, std::size_t n, const T* mine,
                     T* out, T* out2, ReduceOp op) {
   constexpr std::size_t kBlock = 1024;
   T acc[kBlock];
+  const int p = s.size();
   auto x_of = [&](int j, std::size_t at) {
     return j == s.rank() ? mine + at : s.buffer<T>(j, b) + first + at;
   };
+  // to[i] = a[i] op c[i]; sums vectorized (the common case)
+  auto combine_into = [op](T* to, const T* a, const T* c, std::size_t m) {
+    if constexpr (!std::is_same_v<T, bf16>) {
+      if (op == ReduceOp::sum) {
+#pragma omp simd
+        for (std::size_t i = 0; i < m; ++i) to[i] = a[i] + c[i];
+        return;
+      }
+    }
+    for (std::size_t i = 0; i < m; ++i) to[i] = combine(a[i], c[i], op);
+  };
   for (std::size_t at = 0; at < n; at += kBlock) {
     const std::size_t m = std::min(kBlock, n - at);
-    std::memcpy(acc, x_of(0, at), m * sizeof(T));
-    for (int j = 1; j < s.size(); ++j) {
-      const T* x = x_of(j, at);
-      bool done = false;
-      if constexpr (!std::is_same_v<T, bf16>) {
-        if (op == ReduceOp::sum) {  // the common case, vectorized
-          for (std::size_t i = 0; i < m; ++i) acc[i] += x[i];
-          done = true;
-        }
-      }
-      if (!done)
-        for (std::size_t i = 0; i < m; ++i) acc[i] = combine(acc[i], x[i], op);
+    const T* sum = x_of(0, at);  // x_0 op ... op x_j so far
+    for (int j = 1; j < p; ++j) {
+      T* to = j + 1 < p ? acc : out + at;
+      combine_into(to, sum, x_of(j, at), m);
+      sum = to;
     }
-    std::memcpy(out + at, acc, m * sizeof(T));
-    if (out2) std::memcpy(out2 + at, acc, m * sizeof(T));
+    if (p == 1 && sum != out + at) std::memcpy(out + at, sum, m * sizeof(T));
+    if (out2) std::memcpy(out2 + at, out + at, m * sizeof(T));
   }
 }
 
@@ -111,10 +117,15 @@ inline std::size_t ceil_div(std::size_t a, std::size_t b) {
 
 }  // namespace detail
 
-// buf <- op over the group of buf, in place. Two ranks each add the whole round (both inputs,
-// in rank order: the same result on both), which saves a stage and the copies of the results;
-// more ranks split the work, rank r reducing part r of each round, elements
-// [len r / p, len (r+1) / p) of the round's len, and copying the others' parts out.
+// buf <- op over the group of buf, in place. Rank r reduces part r of each round, elements
+// [len r / p, len (r+1) / p) of the round's len, into its output and its buffer, and copies the
+// others' parts out. Per rank and element: the input read once and the output written once
+// (plus segment traffic, in cache), whatever p; at 2 ranks, the reduce-scatter of halves then
+// the copy of the peer's half. Except small messages of 2 ranks (up to kWholeRoundBytes), where
+// a barrier costs more than the bytes: both ranks add all of each round (both inputs, in rank
+// order: the same bits on both), one stage fewer.
+inline constexpr std::size_t kWholeRoundBytes = 32 << 10;
+
 template <class T>
 void all_reduce(SharedSegment& s, Span<T> buf, ReduceOp op, const Waiting& what) {
   const int p = s.size(), r = s.rank();
@@ -124,7 +135,7 @@ void all_reduce(SharedSegment& s, Span<T> buf, ReduceOp op, const Waiting& what)
     off = round * per_round;
     return std::min(per_round, n - off);
   };
-  if (p == 2) {
+  if (p == 2 && buf.bytes() <= kWholeRoundBytes) {
     detail::pipeline<2>(s, rounds, what, [&](int stage, std::size_t round, int b) {
       std::size_t off = 0;
       const std::size_t len = round_of(round, off);

@@ -1,0 +1,178 @@
+// trident/core/shm_hierarchy.hpp: all_reduce and reduce_scatter of a group that spans nodes:
+// shared memory inside each node, MPI across the nodes' leaders, in a fixed reduction order.
+//
+// A group spanning nodes splits into its nodes (each node's ranks of the group, in group order)
+// and their leaders (each node's first rank; nodes ordered by it). all_reduce runs
+//   1. inside each node, the shared-memory all_reduce (shm_collectives.hpp): the node's sum;
+//   2. across the leaders, a reduce-scatter then an all-gather of the node sums
+//      (MPI_Ialltoallv, MPI_Iallgatherv: data movement only): leader j adds piece j of the k
+//      node sums in node order, so every leader holds the same bits;
+//   3. inside each node, the shared-memory broadcast from the leader.
+// Element i is thus (s_0 + s_1) + ... + s_{k-1} over the nodes in order, s_m being
+// ((x_a + x_b) + ...) over node m's ranks in group order: fixed, so bitwise the same from run to
+// run and on every rank (not the flat group's order x_0 + x_1 + ... unless one node). Across the
+// link each leader sends and receives 2 (k-1)/k of the message, as a ring all-reduce does.
+// reduce_scatter reduces a copy of its input so (memory: one input's size), then keeps its shard.
+//
+// Same node: MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) (the nodes of cmake/cluster.sh have
+// separate IPC namespaces and are found apart). TRIDENT_SHM_NODE_RANKS=k (shm_tuning) pretends
+// that each block of k consecutive world ranks is a node of its own, so that one machine runs
+// this path (tests/test_comm_nodes.cpp).
+#pragma once
+
+#include <mpi.h>
+
+#include <climits>
+#include <cstring>
+#include <exception>
+#include <vector>
+
+#include "datatype.hpp"
+#include "shm_collectives.hpp"
+
+namespace trident {
+
+// A group's nodes and leaders; made collectively by node_hierarchy().
+class NodeHierarchy {
+ public:
+  NodeHierarchy(MPI_Comm comm, MPI_Comm node) : node_(node) {
+    int group_rank = 0;
+    MPI_Comm_rank(comm, &group_rank);
+    MPI_Comm_rank(node_, &node_rank_);
+    MPI_Comm_size(node_, &node_size_);
+    check_mpi(MPI_Comm_split(comm, node_rank_ == 0 ? 0 : MPI_UNDEFINED, group_rank, &leaders_),
+              "MPI_Comm_split");
+  }
+  // Collective (MPI_Comm_free of both, which frees the node's segment); skipped as
+  // SharedSegment's destructor is.
+  ~NodeHierarchy() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized || std::uncaught_exceptions() > 0) return;
+    if (leaders_ != MPI_COMM_NULL) MPI_Comm_free(&leaders_);
+    MPI_Comm_free(&node_);
+  }
+  NodeHierarchy(const NodeHierarchy&) = delete;
+  NodeHierarchy& operator=(const NodeHierarchy&) = delete;
+
+  bool leader() const { return node_rank_ == 0; }
+  MPI_Comm leaders() const { return leaders_; }  // MPI_COMM_NULL on the other ranks
+  // This node's segment; nullptr when the node holds one rank of the group. Collective over the
+  // node on the first call.
+  SharedSegment* segment() { return node_size_ > 1 ? shared_segment(node_) : nullptr; }
+
+ private:
+  MPI_Comm node_ = MPI_COMM_NULL, leaders_ = MPI_COMM_NULL;
+  int node_rank_ = 0, node_size_ = 0;
+};
+
+namespace detail {
+inline int hierarchy_delete(MPI_Comm, int, void* hierarchy, void*) {
+  delete static_cast<NodeHierarchy*>(hierarchy);
+  return MPI_SUCCESS;
+}
+inline int hierarchy_keyval() {
+  static int key = [] {
+    int k = MPI_KEYVAL_INVALID;
+    check_mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &hierarchy_delete, &k, nullptr),
+              "MPI_Comm_create_keyval");
+    return k;
+  }();
+  return key;
+}
+}  // namespace detail
+
+// The hierarchy of `comm`, cached on it; nullptr when its ranks share one node. Collective on
+// the first call.
+inline NodeHierarchy* node_hierarchy(MPI_Comm comm) {
+  void* value = nullptr;
+  int found = 0;
+  check_mpi(MPI_Comm_get_attr(comm, detail::hierarchy_keyval(), &value, &found),
+            "MPI_Comm_get_attr");
+  if (found) return static_cast<NodeHierarchy*>(value);
+  int size = 0, node_size = 0;
+  MPI_Comm_size(comm, &size);
+  MPI_Comm node = detail::split_node(comm);
+  MPI_Comm_size(node, &node_size);
+  NodeHierarchy* hierarchy = nullptr;
+  if (node_size == size)
+    MPI_Comm_free(&node);
+  else
+    hierarchy = new NodeHierarchy(comm, node);
+  check_mpi(MPI_Comm_set_attr(comm, detail::hierarchy_keyval(), hierarchy), "MPI_Comm_set_attr");
+  return hierarchy;
+}
+
+namespace shm {
+namespace detail {
+
+// buf <- op over the leaders of buf, in leader order; see the top of this file.
+template <class T>
+void across_leaders(MPI_Comm leaders, Span<T> buf, ReduceOp op, const Waiting& what) {
+  int k = 0, me = 0;
+  MPI_Comm_size(leaders, &k);
+  MPI_Comm_rank(leaders, &me);
+  if (k < 2) return;
+  const std::size_t n = buf.size();
+  require(n <= static_cast<std::size_t>(INT_MAX), "message larger than INT_MAX elements");
+  std::vector<int> counts(k), starts(k);  // piece j: [n j / k, n (j+1) / k)
+  for (int j = 0; j < k; ++j) {
+    starts[j] = static_cast<int>(n * j / k);
+    counts[j] = static_cast<int>(n * (j + 1) / k) - starts[j];
+  }
+  const int mine = counts[me];
+  std::vector<int> from_counts(k, mine), from_starts(k);  // piece me of every node, in order
+  for (int j = 0; j < k; ++j) from_starts[j] = j * mine;
+  std::vector<T> pieces(static_cast<std::size_t>(k) * mine);
+  MPI_Request request = MPI_REQUEST_NULL;
+  check_mpi(
+      MPI_Ialltoallv(buf.data(), counts.data(), starts.data(), mpi_type<T>(), pieces.data(),
+                     from_counts.data(), from_starts.data(), mpi_type<T>(), leaders, &request),
+      "MPI_Ialltoallv");
+  trident::detail::complete(request, nullptr, what);
+  T* out = buf.data() + starts[me];
+  std::memcpy(out, pieces.data(), mine * sizeof(T));
+  for (int j = 1; j < k; ++j)
+    for (int i = 0; i < mine; ++i) out[i] = combine(out[i], pieces[j * mine + i], op);
+  check_mpi(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf.data(), counts.data(),
+                            starts.data(), mpi_type<T>(), leaders, &request),
+            "MPI_Iallgatherv");
+  trident::detail::complete(request, nullptr, what);
+}
+
+}  // namespace detail
+
+// buf <- op over the group of buf, in place, the group spanning nodes.
+template <class T>
+void all_reduce(NodeHierarchy& h, Span<T> buf, ReduceOp op, const Waiting& what) {
+  SharedSegment* node = h.segment();
+  if (node) all_reduce(*node, buf, op, what);
+  if (h.leader()) detail::across_leaders(h.leaders(), buf, op, what);
+  if (node) broadcast(*node, buf, 0, what);
+}
+
+// out <- shard `rank` of the sum of `in`; in: (p * n), out: (n); the group spanning nodes.
+template <class T>
+void reduce_scatter(NodeHierarchy& h, Span<const T> in, Span<T> out, int rank,
+                    const Waiting& what) {
+  std::vector<T> sum(in.begin(), in.end());
+  all_reduce(h, Span<T>(sum), ReduceOp::sum, what);
+  const std::size_t n = out.size();
+  std::memcpy(out.data(), sum.data() + rank * n, n * sizeof(T));
+}
+
+// The two routes in one call: through `node`, the group's segment, when it is on one node; else
+// through `nodes`, its hierarchy.
+template <class T>
+void all_reduce(SharedSegment* node, NodeHierarchy* nodes, Span<T> buf, ReduceOp op,
+                const Waiting& what) {
+  node ? all_reduce(*node, buf, op, what) : all_reduce(*nodes, buf, op, what);
+}
+template <class T>
+void reduce_scatter(SharedSegment* node, NodeHierarchy* nodes, Span<const T> in, Span<T> out,
+                    int rank, const Waiting& what) {
+  node ? reduce_scatter(*node, in, out, what) : reduce_scatter(*nodes, in, out, rank, what);
+}
+
+}  // namespace shm
+}  // namespace trident
