@@ -51,20 +51,20 @@ void linear_rows(const Comm& world, double seconds, const char* name, int N, int
       linear_backward_gemms(name, N, I, O));
 }
 
-void attention_rows(const Comm& world, double seconds, int B, int S, int H, int D) {
-  const std::size_t N = std::size_t(B) * S;
+void attention_rows(const Comm& world, double seconds, int B, int seq, int H, int D) {
+  const std::size_t N = std::size_t(B) * seq;
   auto qkv = random_vector(N * 3 * H * D, 1), dout = random_vector(N * H * D, 1);
-  std::vector<float> out(N * H * D), probs(std::size_t(B) * H * S * S), dqkv(qkv.size());
+  std::vector<float> out(N * H * D), probs(std::size_t(B) * H * seq * seq), dqkv(qkv.size());
   compare(
       world, seconds, "attention fwd",
-      [&] { nn::attention_forward(out.data(), probs.data(), qkv.data(), B, S, H, D); },
-      attention_forward_gemms(B * H, S, D));
+      [&] { nn::attention_forward(out.data(), probs.data(), qkv.data(), B, seq, H, D); },
+      attention_forward_gemms(B * H, seq, D));
   compare(
       world, seconds, "attention bwd",
       [&] {
-        nn::attention_backward(dqkv.data(), dout.data(), qkv.data(), probs.data(), B, S, H, D);
+        nn::attention_backward(dqkv.data(), dout.data(), qkv.data(), probs.data(), B, seq, H, D);
       },
-      attention_backward_gemms(B * H, S, D));
+      attention_backward_gemms(B * H, seq, D));
 }
 
 // The LM head tied to wte with its softmax cross-entropy (tp/vocab_parallel.hpp, one rank).
