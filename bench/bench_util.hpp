@@ -213,26 +213,27 @@ inline std::vector<Gemm> linear_forward_gemms(const char* name, int N, int I, in
 inline std::vector<Gemm> linear_backward_gemms(const char* name, int N, int I, int O) {
   return {{name, N, I, O, false, true}, {name, I, O, N, true, false}};
 }
-// Causal attention of `pairs` (sequence, head) pairs of S tokens and head size D. Causal
+// Causal attention of `pairs` (sequence, head) pairs of seq tokens and head size D. Causal
 // blocks as nn/attention.hpp computes them: row block [r, r + kRows) against columns [0, seen)
 // (forward Q K^T, P V; backward dP = dO V^T, dQ = dS K) and column block [c, c + kRows) against
-// rows [c, S) (dV = P^T dO, dK = dS^T Q). causal = false: full S x S blocks, as eq. (3) counts.
-inline std::vector<Gemm> attention_forward_gemms(int pairs, int S, int D, bool causal = true) {
+// rows [c, seq) (dV = P^T dO, dK = dS^T Q). causal = false: full seq x seq blocks, as eq. (3)
+// counts.
+inline std::vector<Gemm> attention_forward_gemms(int pairs, int seq, int D, bool causal = true) {
   std::vector<Gemm> g;
-  const int step = causal ? nn::attention_detail::kRows : S;
-  for (int r = 0; r < S; r += step) {
-    const int rows = std::min(S, r + step) - r, seen = causal ? r + rows : S;
+  const int step = causal ? nn::attention_detail::kRows : seq;
+  for (int r = 0; r < seq; r += step) {
+    const int rows = std::min(seq, r + step) - r, seen = causal ? r + rows : seq;
     g.push_back({"attention", rows, seen, D, false, true, pairs});
     g.push_back({"attention", rows, D, seen, false, false, pairs});
   }
   return g;
 }
-inline std::vector<Gemm> attention_backward_gemms(int pairs, int S, int D, bool causal = true) {
+inline std::vector<Gemm> attention_backward_gemms(int pairs, int seq, int D, bool causal = true) {
   std::vector<Gemm> g;
-  const int step = causal ? nn::attention_detail::kRows : S;
-  for (int r = 0; r < S; r += step) {
-    const int rows = std::min(S, r + step) - r, seen = causal ? r + rows : S;
-    const int below = causal ? S - r : S;  // rows [r, S) for column block r
+  const int step = causal ? nn::attention_detail::kRows : seq;
+  for (int r = 0; r < seq; r += step) {
+    const int rows = std::min(seq, r + step) - r, seen = causal ? r + rows : seq;
+    const int below = causal ? seq - r : seq;  // rows [r, seq) for column block r
     g.push_back({"attention", rows, seen, D, false, true, pairs});
     g.push_back({"attention", rows, D, seen, false, false, pairs});
     g.push_back({"attention", rows, D, below, true, false, pairs});
@@ -274,7 +275,7 @@ inline std::vector<Gemm> step_gemms(const gpt2::Config& c, int N, bool causal = 
 // The GEMM FLOPs of one step without recomputation, plan/compute.hpp's training_flops:
 // 72 B s l h^2 (1 + s / (6 h) + V / (12 l h)) (Narayanan et al. 2021, eq. (3) with 3 passes).
 inline double step_flops(const gpt2::Config& c, int batch) {
-  return plan::training_flops(gpt2::model_spec(c), batch, plan::Recompute::none);
+  return plan::training_flops(gpt2::model_spec(c), batch, Recompute::none);
 }
 
 // "load 1.23": the machine's 1-minute load average, printed with every table — on a shared

@@ -51,20 +51,20 @@ void linear_rows(const Comm& world, double seconds, const char* name, int N, int
       linear_backward_gemms(name, N, I, O));
 }
 
-void attention_rows(const Comm& world, double seconds, int B, int S, int H, int D) {
-  const std::size_t N = std::size_t(B) * S;
+void attention_rows(const Comm& world, double seconds, int B, int seq, int H, int D) {
+  const std::size_t N = std::size_t(B) * seq;
   auto qkv = random_vector(N * 3 * H * D, 1), dout = random_vector(N * H * D, 1);
-  std::vector<float> out(N * H * D), probs(std::size_t(B) * H * S * S), dqkv(qkv.size());
+  std::vector<float> out(N * H * D), probs(std::size_t(B) * H * seq * seq), dqkv(qkv.size());
   compare(
       world, seconds, "attention fwd",
-      [&] { nn::attention_forward(out.data(), probs.data(), qkv.data(), B, S, H, D); },
-      attention_forward_gemms(B * H, S, D));
+      [&] { nn::attention_forward(out.data(), probs.data(), qkv.data(), B, seq, H, D); },
+      attention_forward_gemms(B * H, seq, D));
   compare(
       world, seconds, "attention bwd",
       [&] {
-        nn::attention_backward(dqkv.data(), dout.data(), qkv.data(), probs.data(), B, S, H, D);
+        nn::attention_backward(dqkv.data(), dout.data(), qkv.data(), probs.data(), B, seq, H, D);
       },
-      attention_backward_gemms(B * H, S, D));
+      attention_backward_gemms(B * H, seq, D));
 }
 
 // The LM head tied to wte with its softmax cross-entropy (tp/vocab_parallel.hpp, one rank).
@@ -91,6 +91,61 @@ void head_rows(const Comm& world, double seconds, int N, int C, int V) {
       head_backward_gemms(N, C, V));
 }
 
+// The kernel table: each layer's forward and backward next to its GEMMs as plain calls.
+void layer_rows(const Comm& world, double seconds, const gpt2::Options& o, bool cpu_time) {
+  const gpt2::Config& c = o.model;
+  const int N = o.batch * c.seq, C = c.hidden;
+  std::printf(
+      "# bench_model: V=%d T=%d L=%d C=%d H=%d, batch %d (N=%d rows), float, 1 thread, %s "
+      "time, %s\n",
+      c.vocab, c.seq, c.layers, C, c.heads, o.batch, N, cpu_time ? "CPU" : "wall",
+      load_average().c_str());
+  std::printf(
+      "# GFLOP/s of the same GEMM FLOPs: ours, then plain GEMMs by each engine; ours/best: the "
+      "fastest engine's time over ours (1 = no overhead)\n");
+  std::printf("%-18s %10s %10s %10s", "layer", "ours_ms", "GFLOP/s", engine_name(Engine::eigen));
+  if (backend::blas::kLinked) std::printf(" %10s", engine_name(Engine::blas));
+  std::printf(" %8s\n", "ours/best");
+  linear_rows(world, seconds, "QKV", N, C, 3 * C);
+  linear_rows(world, seconds, "proj", N, C, C);
+  linear_rows(world, seconds, "FC", N, C, 4 * C);
+  linear_rows(world, seconds, "MLP proj", N, 4 * C, C);
+  attention_rows(world, seconds, o.batch, c.seq, c.heads, c.head_size());
+  head_rows(world, seconds, N, C, c.vocab);
+}
+
+// Training next to the GEMM-bound ideal, interleaved step by step.
+void training_rows(const Comm& world, double train_seconds, const gpt2::Options& o) {
+  const gpt2::Config& c = o.model;
+  const int N = o.batch * c.seq;
+  gpt2::Trainer<float> trainer(world, o, TokenSource::synthetic(c.vocab));
+  const auto plain = plain_engines(step_gemms(c, N));
+  const double flops = step_flops(c, o.batch), tokens = double(N);
+  require(std::abs(total_flops(step_gemms(c, N, false)) - flops) < 1e-6 * flops,
+          "the GEMM list disagrees with eq. (3)");
+  std::vector<Variant> variants{bench_clock == Clock::wall
+                                    ? Variant([&] { return trainer.step().seconds; })
+                                    : timed([&] { (void)trainer.step(); }, bench_clock)};
+  for (const auto& p : plain) variants.push_back(timed([&p] { p->run(); }, bench_clock));
+  const Timings t = interleaved(world, train_seconds, variants);
+  const double step_s = t.median(0), ideal_s = median(t.fastest(1, variants.size()));
+  std::printf(
+      "\n# training step: %.3f GFLOP (eq. 3: 72 B s l h^2 (1 + s/6h + V/12lh)); "
+      "6 x params x tokens = %.3f GFLOP; computed (attention in causal blocks) %.3f GFLOP\n",
+      flops / 1e9, 6.0 * c.parameter_count() * tokens / 1e9, plain[0]->flops() / 1e9);
+  std::printf("%-18s %10s %10s %10s %10s %8s\n", "", "ours_ms", "tokens/s", "ideal_ms", "tokens/s",
+              "ours/ideal");
+  std::printf("%-18s %10.1f %10.0f %10.1f %10.0f %8.2f\n", "training step", step_s * 1e3,
+              tokens / step_s, ideal_s * 1e3, tokens / ideal_s,
+              t.ratio_to_fastest(0, 1, variants.size()));
+  std::printf("# ideal = the step's GEMMs as plain calls, the faster engine of each repetition:");
+  for (std::size_t k = 1; k < variants.size(); ++k)
+    std::printf(" %s %.1f GFLOP/s", engine_name(plain[k - 1]->engine()),
+                plain[0]->flops() / 1e9 / t.median(k));
+  std::printf("; ours: %.1f GFLOP/s of model FLOPs; ratios: medians of per-repetition ratios; %s\n",
+              flops / 1e9 / step_s, load_average().c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -109,56 +164,9 @@ int main(int argc, char** argv) {
     if (cpu_time) bench_clock = Clock::cpu;
     require(world.size() == 1, "bench_model runs as one process (no mpiexec -n > 1)");
     configure_threads(world, 1);
-
     const gpt2::Options o = bench_options();
-    const gpt2::Config& c = o.model;
-    const int N = o.batch * c.seq, C = c.hidden;
-    std::printf(
-        "# bench_model: V=%d T=%d L=%d C=%d H=%d, batch %d (N=%d rows), float, 1 thread, %s "
-        "time, %s\n",
-        c.vocab, c.seq, c.layers, C, c.heads, o.batch, N, cpu_time ? "CPU" : "wall",
-        load_average().c_str());
-    std::printf(
-        "# GFLOP/s of the same GEMM FLOPs: ours, then plain GEMMs by each engine; ours/best: the "
-        "fastest engine's time over ours (1 = no overhead)\n");
-    std::printf("%-18s %10s %10s %10s", "layer", "ours_ms", "GFLOP/s", engine_name(Engine::eigen));
-    if (backend::blas::kLinked) std::printf(" %10s", engine_name(Engine::blas));
-    std::printf(" %8s\n", "ours/best");
-    linear_rows(world, seconds, "QKV", N, C, 3 * C);
-    linear_rows(world, seconds, "proj", N, C, C);
-    linear_rows(world, seconds, "FC", N, C, 4 * C);
-    linear_rows(world, seconds, "MLP proj", N, 4 * C, C);
-    attention_rows(world, seconds, o.batch, c.seq, c.heads, c.head_size());
-    head_rows(world, seconds, N, C, c.vocab);
-
-    // Training next to the GEMM-bound ideal, interleaved step by step.
-    gpt2::Trainer<float> trainer(world, o, TokenSource::synthetic(c.vocab));
-    const auto plain = plain_engines(step_gemms(c, N));
-    const double flops = step_flops(c, o.batch), tokens = double(N);
-    require(std::abs(total_flops(step_gemms(c, N, false)) - flops) < 1e-6 * flops,
-            "the GEMM list disagrees with eq. (3)");
-    std::vector<Variant> variants{bench_clock == Clock::wall
-                                      ? Variant([&] { return trainer.step().seconds; })
-                                      : timed([&] { (void)trainer.step(); }, bench_clock)};
-    for (const auto& p : plain) variants.push_back(timed([&p] { p->run(); }, bench_clock));
-    const Timings t = interleaved(world, train_seconds, variants);
-    const double step_s = t.median(0), ideal_s = median(t.fastest(1, variants.size()));
-    std::printf(
-        "\n# training step: %.3f GFLOP (eq. 3: 72 B s l h^2 (1 + s/6h + V/12lh)); "
-        "6 x params x tokens = %.3f GFLOP; computed (attention in causal blocks) %.3f GFLOP\n",
-        flops / 1e9, 6.0 * c.parameter_count() * tokens / 1e9, plain[0]->flops() / 1e9);
-    std::printf("%-18s %10s %10s %10s %10s %8s\n", "", "ours_ms", "tokens/s", "ideal_ms",
-                "tokens/s", "ours/ideal");
-    std::printf("%-18s %10.1f %10.0f %10.1f %10.0f %8.2f\n", "training step", step_s * 1e3,
-                tokens / step_s, ideal_s * 1e3, tokens / ideal_s,
-                t.ratio_to_fastest(0, 1, variants.size()));
-    std::printf("# ideal = the step's GEMMs as plain calls, the faster engine of each repetition:");
-    for (std::size_t k = 1; k < variants.size(); ++k)
-      std::printf(" %s %.1f GFLOP/s", engine_name(plain[k - 1]->engine()),
-                  plain[0]->flops() / 1e9 / t.median(k));
-    std::printf(
-        "; ours: %.1f GFLOP/s of model FLOPs; ratios: medians of per-repetition ratios; %s\n",
-        flops / 1e9 / step_s, load_average().c_str());
+    layer_rows(world, seconds, o, cpu_time);
+    training_rows(world, train_seconds, o);
     return 0;
   });
 }

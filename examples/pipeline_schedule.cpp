@@ -20,105 +20,140 @@
 #include <trident/pp/simulate.hpp>
 #include <trident/pp/svg.hpp>
 #include <trident/trident.hpp>
+#include <vector>
 
 using namespace trident;
+
+namespace {
+
+struct Flags {
+  std::string schedule = "1f1b", svg, trace;
+  pp::ScheduleSpec spec{pp::ScheduleKind::one_f_one_b, 4, 8, 1};
+  pp::Costs costs;
+  bool verbose = false;
+  CLI::Option* chunks = nullptr;
+};
+
+void add_flags(CLI::App& app, Flags& f) {
+  app.add_option("--schedule", f.schedule, "gpipe, 1f1b, interleaved or zb-h1")
+      ->capture_default_str();
+  app.add_option("--stages", f.spec.stages, "pipeline stages p")->capture_default_str();
+  app.add_option("--microbatches", f.spec.microbatches, "microbatches m")->capture_default_str();
+  f.chunks = app.add_option("--chunks", f.spec.chunks, "model chunks per stage v (interleaved: 2)");
+  app.add_option("--forward-cost", f.costs.forward, "one microbatch through a stage, forward")
+      ->capture_default_str();
+  app.add_option("--backward-cost", f.costs.backward, "the same, backward (B + W)")
+      ->capture_default_str();
+  app.add_option("--weight-fraction", f.costs.weight_fraction,
+                 "zb-h1: the share of the backward that is W (weight gradients)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--p2p-cost", f.costs.p2p, "time a message is in transit")->capture_default_str();
+  app.add_option("--svg", f.svg, "write the timeline as SVG");
+  app.add_option("--trace", f.trace, "write the timeline as a Chrome trace (JSON)");
+  app.add_flag("--verbose", f.verbose, "also print each stage's receives and sends");
+}
+
+// The header line and each stage's actions (compute only, or all with --verbose).
+void print_actions(const Flags& f, const std::vector<std::vector<pp::Action>>& schedule) {
+  const pp::ScheduleSpec& spec = f.spec;
+  const pp::Costs& costs = f.costs;
+  std::printf(
+      "%s: %d stages, %d microbatches, %d chunk(s) per stage; costs: forward %g, "
+      "backward %g, p2p %g",
+      pp::to_string(spec.kind), spec.stages, spec.microbatches, spec.chunks, costs.forward,
+      costs.backward, costs.p2p);
+  if (spec.kind == pp::ScheduleKind::zb_h1)
+    std::printf(" (B %g + W %g)", costs.backward * (1 - costs.weight_fraction),
+                costs.backward * costs.weight_fraction);
+  std::printf("\n");
+  for (int s = 0; s < spec.stages; ++s) {
+    std::string line;
+    for (const pp::Action& a : schedule[s])
+      if (f.verbose || pp::is_compute(a.op)) line += " " + pp::to_string(a);
+    std::printf("stage %d:%s\n", s, line.c_str());
+  }
+}
+
+// The simulated makespan and bubble next to the papers' formulas.
+void print_bubble(const Flags& f, const pp::Simulation& sim) {
+  const int p = f.spec.stages, m = f.spec.microbatches, v = f.spec.chunks;
+  const pp::Costs& costs = f.costs;
+  const double ideal = m * (costs.forward + costs.backward);
+  std::printf("makespan %g (ideal, without bubble: m (f + b) = %g)\n", sim.makespan, ideal);
+  if (f.spec.kind == pp::ScheduleKind::zb_h1) {
+    const double B = costs.backward * (1 - costs.weight_fraction),
+                 W = costs.backward * costs.weight_fraction;
+    std::printf(
+        "bubble time: simulated %g, (p-1)(F + B - W) = %g (Qi et al. 2023 §3.1; 1F1B: "
+        "(p-1)(F + B + W) = %g)\n",
+        sim.makespan - ideal, (p - 1) * (costs.forward + B - W), (p - 1) * (costs.forward + B + W));
+    std::printf("bubble fraction, idle / (p * makespan): simulated %.4f\n", sim.bubble_fraction);
+  } else {
+    std::printf(
+        "bubble fraction, idle / (p * makespan): simulated %.4f, (p-1)/(v m + p-1) = "
+        "%.4f\n",
+        sim.bubble_fraction, plan::bubble_share(p, m, v));
+    std::printf("bubble time / ideal time:              simulated %.4f, (p-1)/(v m) = %.4f%s\n",
+                (sim.makespan - ideal) / ideal, plan::bubble_fraction(p, m, v),
+                costs.p2p > 0 ? "  (the formulas assume p2p = 0)" : "");
+  }
+}
+
+// The activations each stage holds at most (and, for zb-h1, until B).
+void print_peaks(const Flags& f, const pp::Simulation& sim) {
+  std::printf("peak in-flight microbatch-chunks (activations held) per stage:");
+  for (int n : sim.peak_in_flight) std::printf(" %d", n);
+  if (f.spec.kind == pp::ScheduleKind::zb_h1) {
+    std::printf("\n  of which until B (1F1B's):");
+    for (int n : sim.peak_before_input_gradient) std::printf(" %d", n);
+    std::printf("; after B only what W reads is held");
+  }
+  std::printf("\n");
+}
+
+// --svg and --trace, written by rank 0; a file that cannot be written is the same error on
+// every rank.
+void write_files(const Comm& world, const Flags& f, const pp::Simulation& sim) {
+  const int p = f.spec.stages, m = f.spec.microbatches, v = f.spec.chunks;
+  std::string error;
+  if (world.rank() == 0) {
+    try {
+      const std::string title = std::string(pp::to_string(f.spec.kind)) +
+                                ": p = " + std::to_string(p) + ", m = " + std::to_string(m) +
+                                (v > 1 ? ", v = " + std::to_string(v) : "");
+      if (!f.svg.empty()) pp::write_timeline_svg(f.svg, sim.timeline, title);
+      if (!f.trace.empty()) pp::write_chrome_trace(f.trace, sim.timeline);
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  }
+  agree(world, error.empty(), error);
+  if (world.rank() == 0 && !f.svg.empty()) std::printf("wrote %s\n", f.svg.c_str());
+  if (world.rank() == 0 && !f.trace.empty()) std::printf("wrote %s\n", f.trace.c_str());
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   return run_main(argc, argv, [](int argc, char** argv) {
     const Comm world = Comm::world();
-    std::string schedule_name = "1f1b", svg_path, trace_path;
-    pp::ScheduleSpec spec{pp::ScheduleKind::one_f_one_b, 4, 8, 1};
-    pp::Costs costs;
-    bool verbose = false;
+    Flags f;
     CLI::App app{"Generate a pipeline schedule, simulate it, and draw its timeline."};
-    app.add_option("--schedule", schedule_name, "gpipe, 1f1b, interleaved or zb-h1")
-        ->capture_default_str();
-    app.add_option("--stages", spec.stages, "pipeline stages p")->capture_default_str();
-    app.add_option("--microbatches", spec.microbatches, "microbatches m")->capture_default_str();
-    CLI::Option* chunks =
-        app.add_option("--chunks", spec.chunks, "model chunks per stage v (interleaved: 2)");
-    app.add_option("--forward-cost", costs.forward, "one microbatch through a stage, forward")
-        ->capture_default_str();
-    app.add_option("--backward-cost", costs.backward, "the same, backward (B + W)")
-        ->capture_default_str();
-    app.add_option("--weight-fraction", costs.weight_fraction,
-                   "zb-h1: the share of the backward that is W (weight gradients)")
-        ->check(CLI::Range(0.0, 1.0))
-        ->capture_default_str();
-    app.add_option("--p2p-cost", costs.p2p, "time a message is in transit")->capture_default_str();
-    app.add_option("--svg", svg_path, "write the timeline as SVG");
-    app.add_option("--trace", trace_path, "write the timeline as a Chrome trace (JSON)");
-    app.add_flag("--verbose", verbose, "also print each stage's receives and sends");
+    add_flags(app, f);
     parse_command_line(app, argc, argv, world);
 
-    spec.kind = pp::parse_schedule(schedule_name);
-    if (spec.kind == pp::ScheduleKind::interleaved && chunks->count() == 0) spec.chunks = 2;
-    const auto schedule = pp::make_schedule(spec);
-    const pp::Simulation sim = pp::simulate(schedule, costs);
+    f.spec.kind = pp::parse_schedule(f.schedule);
+    if (f.spec.kind == pp::ScheduleKind::interleaved && f.chunks->count() == 0) f.spec.chunks = 2;
+    const auto schedule = pp::make_schedule(f.spec);
+    const pp::Simulation sim = pp::simulate(schedule, f.costs);
     require(!sim.deadlock, sim.deadlock_reason);
-
-    const int p = spec.stages, m = spec.microbatches, v = spec.chunks;
     if (world.rank() == 0) {
-      std::printf(
-          "%s: %d stages, %d microbatches, %d chunk(s) per stage; costs: forward %g, "
-          "backward %g, p2p %g",
-          pp::to_string(spec.kind), p, m, v, costs.forward, costs.backward, costs.p2p);
-      if (spec.kind == pp::ScheduleKind::zb_h1)
-        std::printf(" (B %g + W %g)", costs.backward * (1 - costs.weight_fraction),
-                    costs.backward * costs.weight_fraction);
-      std::printf("\n");
-      for (int s = 0; s < p; ++s) {
-        std::string line;
-        for (const pp::Action& a : schedule[s])
-          if (verbose || pp::is_compute(a.op)) line += " " + pp::to_string(a);
-        std::printf("stage %d:%s\n", s, line.c_str());
-      }
-      const double ideal = m * (costs.forward + costs.backward);
-      std::printf("makespan %g (ideal, without bubble: m (f + b) = %g)\n", sim.makespan, ideal);
-      if (spec.kind == pp::ScheduleKind::zb_h1) {
-        const double B = costs.backward * (1 - costs.weight_fraction),
-                     W = costs.backward * costs.weight_fraction;
-        std::printf(
-            "bubble time: simulated %g, (p-1)(F + B - W) = %g (Qi et al. 2023 §3.1; 1F1B: "
-            "(p-1)(F + B + W) = %g)\n",
-            sim.makespan - ideal, (p - 1) * (costs.forward + B - W),
-            (p - 1) * (costs.forward + B + W));
-        std::printf("bubble fraction, idle / (p * makespan): simulated %.4f\n",
-                    sim.bubble_fraction);
-      } else {
-        std::printf(
-            "bubble fraction, idle / (p * makespan): simulated %.4f, (p-1)/(v m + p-1) = "
-            "%.4f\n",
-            sim.bubble_fraction, plan::bubble_share(p, m, v));
-        std::printf("bubble time / ideal time:              simulated %.4f, (p-1)/(v m) = %.4f%s\n",
-                    (sim.makespan - ideal) / ideal, plan::bubble_fraction(p, m, v),
-                    costs.p2p > 0 ? "  (the formulas assume p2p = 0)" : "");
-      }
-      std::printf("peak in-flight microbatch-chunks (activations held) per stage:");
-      for (int n : sim.peak_in_flight) std::printf(" %d", n);
-      if (spec.kind == pp::ScheduleKind::zb_h1) {
-        std::printf("\n  of which until B (1F1B's):");
-        for (int n : sim.peak_before_input_gradient) std::printf(" %d", n);
-        std::printf("; after B only what W reads is held");
-      }
-      std::printf("\n");
+      print_actions(f, schedule);
+      print_bubble(f, sim);
+      print_peaks(f, sim);
     }
-
-    std::string error;  // a file that cannot be written is the same error on every rank
-    if (world.rank() == 0) {
-      try {
-        const std::string title = std::string(pp::to_string(spec.kind)) +
-                                  ": p = " + std::to_string(p) + ", m = " + std::to_string(m) +
-                                  (v > 1 ? ", v = " + std::to_string(v) : "");
-        if (!svg_path.empty()) pp::write_timeline_svg(svg_path, sim.timeline, title);
-        if (!trace_path.empty()) pp::write_chrome_trace(trace_path, sim.timeline);
-      } catch (const Error& e) {
-        error = e.what();
-      }
-    }
-    agree(world, error.empty(), error);
-    if (world.rank() == 0 && !svg_path.empty()) std::printf("wrote %s\n", svg_path.c_str());
-    if (world.rank() == 0 && !trace_path.empty()) std::printf("wrote %s\n", trace_path.c_str());
+    write_files(world, f, sim);
     return 0;
   });
 }

@@ -109,9 +109,9 @@ void explain(const Candidate& best, const ClusterSpec& cl) {
         "- TP=%d runs %s: %d all-reduces of b*s*h per layer per microbatch, %.0f GB per "
         "GPU per step, %.2f s at %.0f GB/s; over the %.0f GB/s network they would take "
         "%.1f s.\n",
-        c.tp, where(e.crosses_nodes.tp), tp_all_reduces_per_layer(c.recompute == Recompute::full),
-        gb(e.comm_bytes.tp), e.tp_s, gb(link_bandwidth(cl, e.crosses_nodes.tp)),
-        gb(cl.inter_node_bw), e.comm_bytes.tp / cl.inter_node_bw);
+        c.tp, where(e.crosses_nodes.tp), tp_all_reduces_per_layer(c.recompute), gb(e.comm_bytes.tp),
+        e.tp_s, gb(link_bandwidth(cl, e.crosses_nodes.tp)), gb(cl.inter_node_bw),
+        e.comm_bytes.tp / cl.inter_node_bw);
   if (c.pp > 1)
     std::printf(
         "- PP=%d runs %s, but sends only one activation (b*s*h/t) per microbatch per "
@@ -200,6 +200,82 @@ void contrast_with_zero3(const ModelSpec& m, const ClusterSpec& cl, int batch, c
       e.overlapped_step_s());
 }
 
+struct Flags {
+  std::string preset = "gpt3-175b", precision = "mixed";
+  ModelSpec overrides;  // a field left 0 keeps the preset's
+  ClusterSpec cluster;
+  double memory_gb = gb(cluster.memory_bytes), intra = gb(cluster.intra_node_bw),
+         inter = gb(cluster.inter_node_bw), peak_tflops = cluster.peak_flops / 1e12, params = 7.5e9;
+  int batch = 1536, top = 10;
+  Search search;
+  bool zero_table = false;
+};
+
+void add_flags(CLI::App& app, Flags& f) {
+  ModelSpec& o = f.overrides;
+  ClusterSpec& cl = f.cluster;
+  app.add_option("--preset", f.preset,
+                 "model: gpt2, gpt2-xl, gpt3-1.3b, gpt3-13b, "
+                 "gpt3-175b, gpt-1t")
+      ->capture_default_str();
+  app.add_option("--layers", o.layers, "override the preset's layers");
+  app.add_option("--hidden", o.hidden, "override the preset's hidden size");
+  app.add_option("--heads", o.heads, "override the preset's attention heads");
+  app.add_option("--vocab", o.vocab, "override the preset's vocabulary");
+  app.add_option("--seq", o.seq, "override the preset's sequence length");
+  app.add_option("--gpus", cl.gpus, "GPUs in all")->capture_default_str();
+  app.add_option("--gpus-per-node", cl.gpus_per_node, "GPUs per node")->capture_default_str();
+  app.add_option("--memory-gb", f.memory_gb, "GPU memory, 1e9 bytes")->capture_default_str();
+  app.add_option("--intra-gbps", f.intra, "GB/s per GPU inside a node")->capture_default_str();
+  app.add_option("--inter-gbps", f.inter, "GB/s per GPU between nodes")->capture_default_str();
+  app.add_option("--peak-tflops", f.peak_tflops, "peak TFLOP/s per GPU")->capture_default_str();
+  app.add_option("--efficiency", cl.efficiency, "fraction of peak")->capture_default_str();
+  app.add_option("--global-batch", f.batch, "sequences per step")->capture_default_str();
+  app.add_option("--precision", f.precision, "mixed or fp32")->capture_default_str();
+  app.add_option("--tp", f.search.tp, "fix tensor parallelism");
+  app.add_option("--pp", f.search.pp, "fix pipeline parallelism");
+  app.add_option("--dp", f.search.dp, "fix data parallelism (Nd of --zero-table)");
+  app.add_option("--top", f.top, "configurations to print")->capture_default_str();
+  app.add_flag("--zero-table", f.zero_table, "print ZeRO's model-state table for --params, --dp");
+  app.add_option("--params", f.params, "Psi for --zero-table")->capture_default_str();
+}
+
+// The preset with the flags' overrides: "(modified)", or "custom" when every field is given.
+ModelSpec chosen_model(const Flags& f) {
+  const ModelSpec& o = f.overrides;
+  ModelSpec m = preset(f.preset);
+  const std::pair<int*, int> overrides[] = {{&m.layers, o.layers},
+                                            {&m.hidden, o.hidden},
+                                            {&m.heads, o.heads},
+                                            {&m.vocab, o.vocab},
+                                            {&m.seq, o.seq}};
+  for (const auto& [field, value] : overrides)
+    if (value != 0) *field = value, m.name = f.preset + " (modified)";
+  if (o.layers && o.hidden && o.heads && o.vocab && o.seq) m.name = "custom";
+  return m;
+}
+
+// The cluster with the flags' units (GB, GB/s, TFLOP/s) turned into bytes and FLOP/s.
+ClusterSpec chosen_cluster(const Flags& f) {
+  ClusterSpec cl = f.cluster;
+  cl.memory_bytes = f.memory_gb * 1e9;
+  cl.intra_node_bw = f.intra * 1e9;
+  cl.inter_node_bw = f.inter * 1e9;
+  cl.peak_flops = f.peak_tflops * 1e12;
+  return cl;
+}
+
+void print_setup(const ModelSpec& m, const ClusterSpec& cl, const Flags& f, const Precision& p) {
+  std::printf(
+      "model %s: L=%d h=%d a=%d V=%d s=%d, %.4g parameters (Narayanan et al.: %.4g)\n"
+      "cluster: %d GPUs, %d per node, %.0f GB each, %.0f GB/s inside a node, %.0f GB/s "
+      "between, %.0f TFLOP/s x %.2f\n"
+      "global batch %d sequences, %s precision; nothing overlaps in the time model\n\n",
+      m.name.c_str(), m.layers, m.hidden, m.heads, m.vocab, m.seq,
+      static_cast<double>(parameter_count(m)), parameters_formula(m), cl.gpus, cl.gpus_per_node,
+      f.memory_gb, f.intra, f.inter, f.peak_tflops, cl.efficiency, f.batch, p.name.c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -208,77 +284,28 @@ int main(int argc, char** argv) {
     CLI::App app{
         "Rank 3D-parallel + ZeRO configurations of a GPT model on a cluster by "
         "predicted step time."};
-    std::string preset_name = "gpt3-175b", precision = "mixed";
-    ModelSpec flags;
-    ClusterSpec cl;
-    double memory_gb = gb(cl.memory_bytes), intra = gb(cl.intra_node_bw),
-           inter = gb(cl.inter_node_bw), peak_tflops = cl.peak_flops / 1e12, params = 7.5e9;
-    int batch = 1536, top = 10;
-    Search search;
-    bool zero_table = false;
-    app.add_option("--preset", preset_name,
-                   "model: gpt2, gpt2-xl, gpt3-1.3b, gpt3-13b, "
-                   "gpt3-175b, gpt-1t")
-        ->capture_default_str();
-    app.add_option("--layers", flags.layers, "override the preset's layers");
-    app.add_option("--hidden", flags.hidden, "override the preset's hidden size");
-    app.add_option("--heads", flags.heads, "override the preset's attention heads");
-    app.add_option("--vocab", flags.vocab, "override the preset's vocabulary");
-    app.add_option("--seq", flags.seq, "override the preset's sequence length");
-    app.add_option("--gpus", cl.gpus, "GPUs in all")->capture_default_str();
-    app.add_option("--gpus-per-node", cl.gpus_per_node, "GPUs per node")->capture_default_str();
-    app.add_option("--memory-gb", memory_gb, "GPU memory, 1e9 bytes")->capture_default_str();
-    app.add_option("--intra-gbps", intra, "GB/s per GPU inside a node")->capture_default_str();
-    app.add_option("--inter-gbps", inter, "GB/s per GPU between nodes")->capture_default_str();
-    app.add_option("--peak-tflops", peak_tflops, "peak TFLOP/s per GPU")->capture_default_str();
-    app.add_option("--efficiency", cl.efficiency, "fraction of peak")->capture_default_str();
-    app.add_option("--global-batch", batch, "sequences per step")->capture_default_str();
-    app.add_option("--precision", precision, "mixed or fp32")->capture_default_str();
-    app.add_option("--tp", search.tp, "fix tensor parallelism");
-    app.add_option("--pp", search.pp, "fix pipeline parallelism");
-    app.add_option("--dp", search.dp, "fix data parallelism (Nd of --zero-table)");
-    app.add_option("--top", top, "configurations to print")->capture_default_str();
-    app.add_flag("--zero-table", zero_table, "print ZeRO's model-state table for --params, --dp");
-    app.add_option("--params", params, "Psi for --zero-table")->capture_default_str();
+    Flags f;
+    add_flags(app, f);
     parse_command_line(app, argc, argv, world);
 
-    const Precision p = Precision::parse(precision);
-    require(top >= 1, "--top must be at least 1, got " + std::to_string(top));
+    const Precision p = Precision::parse(f.precision);
+    require(f.top >= 1, "--top must be at least 1, got " + std::to_string(f.top));
     const bool quiet = world.rank() != 0;
-    if (zero_table) {
-      require(params > 0 && search.dp >= 1, "--zero-table needs --params > 0 and --dp >= 1");
-      if (!quiet) print_zero_table(params, search.dp, p);
+    if (f.zero_table) {
+      require(f.params > 0 && f.search.dp >= 1, "--zero-table needs --params > 0 and --dp >= 1");
+      if (!quiet) print_zero_table(f.params, f.search.dp, p);
       return 0;
     }
-    ModelSpec m = preset(preset_name);
-    const std::pair<int*, int> overrides[] = {{&m.layers, flags.layers},
-                                              {&m.hidden, flags.hidden},
-                                              {&m.heads, flags.heads},
-                                              {&m.vocab, flags.vocab},
-                                              {&m.seq, flags.seq}};
-    for (const auto& [field, value] : overrides)
-      if (value != 0) *field = value, m.name = preset_name + " (modified)";
-    if (flags.layers && flags.hidden && flags.heads && flags.vocab && flags.seq) m.name = "custom";
-    cl.memory_bytes = memory_gb * 1e9;
-    cl.intra_node_bw = intra * 1e9;
-    cl.inter_node_bw = inter * 1e9;
-    cl.peak_flops = peak_tflops * 1e12;
-
-    const auto found = rank_configurations(m, cl, batch, p, search);
-    if (found.empty()) fail(nothing_fits(m, cl, batch, p, search));
+    const ModelSpec m = chosen_model(f);
+    const ClusterSpec cl = chosen_cluster(f);
+    const auto found = rank_configurations(m, cl, f.batch, p, f.search);
+    if (found.empty()) fail(nothing_fits(m, cl, f.batch, p, f.search));
     if (quiet) return 0;
-    std::printf(
-        "model %s: L=%d h=%d a=%d V=%d s=%d, %.4g parameters (Narayanan et al.: %.4g)\n"
-        "cluster: %d GPUs, %d per node, %.0f GB each, %.0f GB/s inside a node, %.0f GB/s "
-        "between, %.0f TFLOP/s x %.2f\n"
-        "global batch %d sequences, %s precision; nothing overlaps in the time model\n\n",
-        m.name.c_str(), m.layers, m.hidden, m.heads, m.vocab, m.seq,
-        static_cast<double>(parameter_count(m)), parameters_formula(m), cl.gpus, cl.gpus_per_node,
-        memory_gb, intra, inter, peak_tflops, cl.efficiency, batch, p.name.c_str());
+    print_setup(m, cl, f, p);
     std::printf("%zu configurations fit; the best by predicted step time:\n", found.size());
-    print_best(found, top);
+    print_best(found, f.top);
     explain(found.front(), cl);
-    if (!search.tp && !search.pp && !search.dp) contrast_with_zero3(m, cl, batch, p);
+    if (!f.search.tp && !f.search.pp && !f.search.dp) contrast_with_zero3(m, cl, f.batch, p);
     return 0;
   });
 }

@@ -90,7 +90,8 @@ bool faster(const Row& a, const Row& b) {
   return a.steps_max < b.steps_min;
 }
 
-void print(const std::vector<Row>& rows, double link_bps, int steps) {
+// The table: each run's step time measured and predicted, both ranks, the bytes over the link.
+void print_table(const std::vector<Row>& rows, double link_bps, int steps) {
   const std::vector<int> measured = ranking(rows, &Row::measured_s),
                          predicted = ranking(rows, &Row::predicted_s);
   std::vector<int> measured_rank(rows.size()), predicted_rank(rows.size());
@@ -121,6 +122,10 @@ void print(const std::vector<Row>& rows, double link_bps, int steps) {
         r.wire_formula / kMB, r.wire / r.wire_formula, r.link_s, r.slowest.compute_s,
         r.slowest.seconds.tp, r.slowest.seconds.pp, r.slowest.seconds.dp, r.nominal_s);
   }
+}
+
+// Seconds inside each axis' calls, measured next to predicted.
+void print_axis_seconds(const std::vector<Row>& rows) {
   std::printf(
       "\nseconds per step inside each axis' calls and waits: measured (CommStats, slowest rank) / "
       "predicted (slowest stage)\n%-20s %15s %15s %15s\n",
@@ -129,8 +134,13 @@ void print(const std::vector<Row>& rows, double link_bps, int steps) {
     std::printf("%-20s %6.3f / %-6.3f %6.3f / %-6.3f %6.3f / %-6.3f\n", r.name.c_str(), r.axis_s[0],
                 r.slowest.seconds.tp, r.axis_s[1], r.slowest.seconds.pp, r.axis_s[2],
                 r.slowest.seconds.dp);
-  // the rankings, fastest first: '<' where the neighbours were told apart, '~' where their
-  // rounds overlap
+}
+
+// The rankings, fastest first ('<' where the neighbours were told apart, '~' where their rounds
+// overlap), and whether the predicted one matches the measured one pair by pair.
+void print_rankings(const std::vector<Row>& rows) {
+  const std::vector<int> measured = ranking(rows, &Row::measured_s),
+                         predicted = ranking(rows, &Row::predicted_s);
   auto order = [&](const std::vector<int>& by, bool measured_order) {
     std::string s;
     for (std::size_t k = 0; k < by.size(); ++k) {
@@ -180,36 +190,117 @@ double load_average() {
   return one;
 }
 
+struct Flags {
+  gpt2::Config model;
+  int batch = 24, steps = 3;
+};
+
+// Sized so that the link orders the four, by its bytes per step (costmodel/inter_node.hpp; N
+// tokens, Psi parameters, 4-byte floats, both directions): ZeRO-3 7.5 Psi x 4 (two all-gathers
+// and a reduce-scatter of every parameter); TP8 2 (4L + 2) N C x 4 (4 all-reduces a layer, the
+// embedding's and the head's, each 2 n across); TP4-PP2 8 N C x 4 (each TP rank sends its copy
+// of the activations) and TP2-PP2-DP2 4 N C x 4, both plus the tied embedding's gradient, 2 V C
+// x 4. A byte vocabulary (V = 256) keeps that gradient small next to the activations, so TP4-PP2
+// sends about twice TP2-PP2-DP2's bytes; N = 24 x 64 = 1536 keeps TP8's under half of ZeRO-3's;
+// C = 384, L = 2 (3.7 M parameters) keeps a step's compute under a second here.
+Flags parse_flags(const Comm& world, int argc, char** argv) {
+  Flags f;
+  f.model = comparison_model();
+  f.model.vocab = 256, f.model.seq = 64, f.model.layers = 2, f.model.hidden = 384;
+  CLI::App app{"ZeRO-3 next to 3D parallelism on 2 emulated nodes x 4 ranks and a slow link."};
+  add_model_options(app, f.model);
+  app.add_option("--batch", f.batch, "sequences per step (global batch)")->capture_default_str();
+  app.add_option("--steps", f.steps,
+                 "measured steps per configuration, one per round (each after a warm-up)")
+      ->capture_default_str();
+  parse_command_line(app, argc, argv, world);
+  return f;
+}
+
+// The link's nominal rate (cmake/cluster.sh's TRIDENT_LINK_BPS), bit/s; 2 nodes x 4 ranks.
+double nominal_link_bps(const Comm& world, const Flags& f) {
+  const char* link = std::getenv("TRIDENT_LINK_BPS");
+  require(link != nullptr && world.size() == 8,
+          "zero_vs_3d_cluster runs on 2 nodes x 4 ranks: sh cmake/cluster.sh --nodes 2 "
+          "--ranks-per-node 4 --link 100mbit -- ./zero_vs_3d_cluster");
+  require(f.steps >= 1, "--steps must be at least 1");
+  return std::atof(link);
+}
+
+// Each run calibrated on these ranks and predicted, with the calls that cross nodes at the
+// link's rate as MPI gets it (link_fit) and at its nominal rate; node_flops: a node's sgemm
+// FLOP/s at the full width, all ranks computing.
+std::vector<Row> predicted_rows(const Comm& world, const std::vector<NamedRun>& runs,
+                                const Precision& precision, const InterNode& nodes,
+                                const LinearFit& link_fit, double link_bps, double& node_flops) {
+  std::vector<Row> rows;
+  Calibration cal;
+  for (const NamedRun& run : runs) {
+    // the calls that cross nodes up to 256 KiB: their bytes are priced on the link
+    cal = calibrate_run(world, run.options, precision, &cal, std::size_t(256) << 10);
+    if (rows.empty()) node_flops = nodes.ranks_per_node * cal.gemm_flops;
+    const Prediction p =  // calls that cross nodes at the link's rate as MPI gets it
+        predict(run.options, precision,
+                over_link(measured_machine(cal), run.options, nodes, link_fit.bandwidth));
+    const AxisFigures x =
+        inter_node_bytes(run.options, predicted_ranks(run.options, p), precision, nodes);
+    Row r;
+    r.name = run.name, r.crosses = crossing_axes(x);
+    r.predicted_s = p.step_s, r.wire_formula = x.total();
+    r.nominal_s = predict(run.options, precision,
+                          over_link(measured_machine(cal), run.options, nodes, link_bps / 8))
+                      .step_s;
+    for (const StagePrediction& st : p.stages)
+      if (st.microbatch_s >= r.slowest.microbatch_s) r.slowest = st;
+    r.link_s = x.total() / 2 / (link_bps / 8);
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+// Compute per byte of link, here and on a DGX A100 node (plan/cluster.hpp).
+void print_flop_per_byte(double node_flops, double link_bps) {
+  const ClusterSpec a100;
+  std::printf(
+      "compute per byte of link: a node here %.3g GFLOP/s (4 ranks at the calibrated sgemm "
+      "rate) over %.3g MB/s each way = %.0f FLOP/byte; a DGX A100 node %d x %.0f TFLOP/s x "
+      "%.1f over %d x %.0f GB/s = %.0f FLOP/byte (plan/cluster.hpp)\n",
+      node_flops / 1e9, link_bps / 8 / kMB, node_flops / (link_bps / 8), a100.gpus_per_node,
+      a100.peak_flops / 1e12, a100.efficiency, a100.gpus_per_node, a100.inter_node_bw / 1e9,
+      a100.peak_flops * a100.efficiency / a100.inter_node_bw);
+}
+
+// Measured in rounds, one step of each configuration per round (after a warm-up), so that a
+// change in the machine's load between minutes reaches every configuration alike.
+void measure_rounds(const Comm& world, const std::vector<NamedRun>& runs, const TokenSource& data,
+                    int steps, std::vector<Row>& rows) {
+  for (int round = 0; round < steps; ++round)
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      Row& r = rows[i];
+      if (round == 0) warn_if_tp_spans_nodes(Mesh<>(world, runs[i].options.mesh));  // TP8 does
+      const MeasuredRun m = measure_run<float, float>(world, runs[i].options, data, 1);
+      r.measured_s += m.step_s / steps, r.wire += m.wire / steps;
+      r.steps_min = round == 0 ? m.step_s : std::min(r.steps_min, m.step_s);
+      r.steps_max = std::max(r.steps_max, m.step_s);
+      double axis[3] = {};  // the slowest rank's
+      for (const auto& rank : m.comm_s)
+        for (int k = 0; k < 3; ++k) axis[k] = std::max(axis[k], rank[std::size_t(k)]);
+      for (int k = 0; k < 3; ++k) r.axis_s[k] += axis[k] / steps;
+      if (world.rank() == 0)
+        std::printf("  round %d %-20s %.2f s, %.1f MB over the link (load average %.2f)\n",
+                    round + 1, r.name.c_str(), m.step_s, m.wire / kMB, load_average());
+      std::fflush(stdout);
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   return run_main(argc, argv, [](int argc, char** argv) {
     const Comm world = Comm::world();
-    // Sized so that the link orders the four, by its bytes per step (costmodel/inter_node.hpp; N
-    // tokens, Psi parameters, 4-byte floats, both directions): ZeRO-3 7.5 Psi x 4 (two
-    // all-gathers and a reduce-scatter of every parameter); TP8 2 (4L + 2) N C x 4 (4 all-reduces
-    // a layer, the embedding's and the head's, each 2 n across); TP4-PP2 8 N C x 4 (each TP rank
-    // sends its copy of the activations) and TP2-PP2-DP2 4 N C x 4, both plus the tied embedding's
-    // gradient, 2 V C x 4. A byte vocabulary (V = 256) keeps that gradient small next to the
-    // activations, so TP4-PP2 sends about twice TP2-PP2-DP2's bytes; N = 24 x 64 = 1536 keeps TP8's
-    // under half of ZeRO-3's; C = 384, L = 2 (3.7 M parameters) keeps a step's compute under a
-    // second here.
-    gpt2::Config model = comparison_model();
-    model.vocab = 256, model.seq = 64, model.layers = 2, model.hidden = 384;
-    int batch = 24, steps = 3;
-    CLI::App app{"ZeRO-3 next to 3D parallelism on 2 emulated nodes x 4 ranks and a slow link."};
-    add_model_options(app, model);
-    app.add_option("--batch", batch, "sequences per step (global batch)")->capture_default_str();
-    app.add_option("--steps", steps,
-                   "measured steps per configuration, one per round (each after a warm-up)")
-        ->capture_default_str();
-    parse_command_line(app, argc, argv, world);
-    const char* link = std::getenv("TRIDENT_LINK_BPS");
-    require(link != nullptr && world.size() == 8,
-            "zero_vs_3d_cluster runs on 2 nodes x 4 ranks: sh cmake/cluster.sh --nodes 2 "
-            "--ranks-per-node 4 --link 100mbit -- ./zero_vs_3d_cluster");
-    require(steps >= 1, "--steps must be at least 1");
-    const double link_bps = std::atof(link);
+    const Flags f = parse_flags(world, argc, argv);
+    const gpt2::Config& model = f.model;
+    const double link_bps = nominal_link_bps(world, f);
     const InterNode nodes{node_comm(world).size()};
     require(nodes.ranks_per_node == 4, "zero_vs_3d_cluster needs 4 ranks on each of 2 nodes");
     const int threads = configure_threads(world);
@@ -220,8 +311,8 @@ int main(int argc, char** argv) {
           "2 nodes x 4 ranks x %d thread(s) on %d cores; link %.3g bit/s each way per node; "
           "load average %.2f\n",
           model.layers, model.hidden, model.heads, model.vocab, model.seq, model.parameter_count(),
-          batch, threads, cores_available(), link_bps, load_average());
-    const std::vector<NamedRun> runs = cluster_runs(model, batch);
+          f.batch, threads, cores_available(), link_bps, load_average());
+    const std::vector<NamedRun> runs = cluster_runs(model, f.batch);
     for (const NamedRun& run : runs) validate(run.options, world.size());
     // the link as MPI gets it here: below its rate when 8 ranks share 2 cores, since MPICH moves
     // bytes only while a rank is inside an MPI call
@@ -231,59 +322,16 @@ int main(int argc, char** argv) {
           "the link measured by MPI, 4 pairs exchanging at once: %.3g bit/s each way, "
           "%.0f us latency\n",
           8 * link_fit.bandwidth, 1e6 * link_fit.latency);
-    const TokenSource data = TokenSource::synthetic(model.vocab);
-    std::vector<Row> rows;
-    Calibration cal;
-    double node_flops = 0;  // a node's sgemm FLOP/s at the full width, all ranks computing
-    for (const NamedRun& run : runs) {  // each calibrated and predicted
-      // the calls that cross nodes up to 256 KiB: their bytes are priced on the link
-      cal = calibrate_run(world, run.options, precision, &cal, std::size_t(256) << 10);
-      if (rows.empty()) node_flops = nodes.ranks_per_node * cal.gemm_flops;
-      const Prediction p =  // calls that cross nodes at the link's rate as MPI gets it
-          predict(run.options, precision,
-                  over_link(measured_machine(cal), run.options, nodes, link_fit.bandwidth));
-      const AxisFigures x =
-          inter_node_bytes(run.options, predicted_ranks(run.options, p), precision, nodes);
-      Row r;
-      r.name = run.name, r.crosses = crossing_axes(x);
-      r.predicted_s = p.step_s, r.wire_formula = x.total();
-      r.nominal_s = predict(run.options, precision,
-                            over_link(measured_machine(cal), run.options, nodes, link_bps / 8))
-                        .step_s;
-      for (const StagePrediction& st : p.stages)
-        if (st.microbatch_s >= r.slowest.microbatch_s) r.slowest = st;
-      r.link_s = x.total() / 2 / (link_bps / 8);
-      rows.push_back(r);
+    double node_flops = 0;
+    std::vector<Row> rows =
+        predicted_rows(world, runs, precision, nodes, link_fit, link_bps, node_flops);
+    if (world.rank() == 0) print_flop_per_byte(node_flops, link_bps);
+    measure_rounds(world, runs, TokenSource::synthetic(model.vocab), f.steps, rows);
+    if (world.rank() == 0) {
+      print_table(rows, link_bps, f.steps);
+      print_axis_seconds(rows);
+      print_rankings(rows);
     }
-    const ClusterSpec a100;  // a DGX A100 node (plan/cluster.hpp)
-    if (world.rank() == 0)
-      std::printf(
-          "compute per byte of link: a node here %.3g GFLOP/s (4 ranks at the calibrated sgemm "
-          "rate) over %.3g MB/s each way = %.0f FLOP/byte; a DGX A100 node %d x %.0f TFLOP/s x "
-          "%.1f over %d x %.0f GB/s = %.0f FLOP/byte (plan/cluster.hpp)\n",
-          node_flops / 1e9, link_bps / 8 / kMB, node_flops / (link_bps / 8), a100.gpus_per_node,
-          a100.peak_flops / 1e12, a100.efficiency, a100.gpus_per_node, a100.inter_node_bw / 1e9,
-          a100.peak_flops * a100.efficiency / a100.inter_node_bw);
-    // measured in rounds, one step of each configuration per round (after a warm-up), so that a
-    // change in the machine's load between minutes reaches every configuration alike
-    for (int round = 0; round < steps; ++round)
-      for (std::size_t i = 0; i < runs.size(); ++i) {
-        Row& r = rows[i];
-        if (round == 0) warn_if_tp_spans_nodes(Mesh<>(world, runs[i].options.mesh));  // TP8 does
-        const MeasuredRun m = measure_run<float, float>(world, runs[i].options, data, 1);
-        r.measured_s += m.step_s / steps, r.wire += m.wire / steps;
-        r.steps_min = round == 0 ? m.step_s : std::min(r.steps_min, m.step_s);
-        r.steps_max = std::max(r.steps_max, m.step_s);
-        double axis[3] = {};  // the slowest rank's
-        for (const auto& rank : m.comm_s)
-          for (int k = 0; k < 3; ++k) axis[k] = std::max(axis[k], rank[std::size_t(k)]);
-        for (int k = 0; k < 3; ++k) r.axis_s[k] += axis[k] / steps;
-        if (world.rank() == 0)
-          std::printf("  round %d %-20s %.2f s, %.1f MB over the link (load average %.2f)\n",
-                      round + 1, r.name.c_str(), m.step_s, m.wire / kMB, load_average());
-        std::fflush(stdout);
-      }
-    if (world.rank() == 0) print(rows, link_bps, steps);
     return 0;
   });
 }

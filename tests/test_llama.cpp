@@ -131,7 +131,7 @@ TEST_CASE(
   o.schedule = pp::ScheduleKind::interleaved;
   o.virtual_stages = 2;
   o.microbatches = 4;
-  o.recompute = true;
+  o.recompute = Recompute::full;
   check_against_single_process(comm, small_model(), o);
 }
 

@@ -199,30 +199,30 @@ TEST_CASE("gelu: tanh approximation, backward against finite differences, in pla
   CHECK(max_abs_diff(in_place, dx) == 0);
 }
 
-// Attention over S tokens: probabilities and output against loops, backward against FD.
-void check_attention(int S) {
-  CAPTURE(S);
+// Attention over seq tokens: probabilities and output against loops, backward against FD.
+void check_attention(int seq) {
+  CAPTURE(seq);
   std::mt19937 rng(5);
   const int B = 2, H = 2, D = 3, W = 3 * H * D;
-  Vec qkv = random_vector(S * B * W, rng, -2, 2);
-  Vec out(S * B * H * D), probs(B * H * S * S, kGarbage);
-  nn::attention_forward(out.data(), probs.data(), qkv.data(), B, S, H, D);
+  Vec qkv = random_vector(seq * B * W, rng, -2, 2);
+  Vec out(seq * B * H * D), probs(B * H * seq * seq, kGarbage);
+  nn::attention_forward(out.data(), probs.data(), qkv.data(), B, seq, H, D);
   double err_p = 0, err_o = 0;
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < H; ++h)
-      for (int s = 0; s < S; ++s) {
+      for (int s = 0; s < seq; ++s) {
         const auto at = [&](int t, int section, int d) {
           return qkv[(t * B + b) * W + section * H * D + h * D + d];
         };
-        Vec p(S, 0.0);
+        Vec p(seq, 0.0);
         double sum = 0, psum = 0;
         for (int t = 0; t <= s; ++t) {
           double score = 0;
           for (int d = 0; d < D; ++d) score += at(s, 0, d) * at(t, 1, d);
           sum += (p[t] = std::exp(score / std::sqrt(double(D))));
         }
-        for (int t = 0; t < S; ++t) {
-          const double got = probs[((b * H + h) * S + s) * S + t];
+        for (int t = 0; t < seq; ++t) {
+          const double got = probs[((b * H + h) * seq + s) * seq + t];
           if (t > s) CHECK(got == 0);  // causal
           psum += got;
           err_p = std::max(err_p, std::abs(got - p[t] / sum));
@@ -239,16 +239,16 @@ void check_attention(int S) {
 
   const Vec R = random_vector(out.size(), rng);
   Vec dqkv(qkv.size(), kGarbage);
-  nn::attention_backward(dqkv.data(), R.data(), qkv.data(), probs.data(), B, S, H, D);
+  nn::attention_backward(dqkv.data(), R.data(), qkv.data(), probs.data(), B, seq, H, D);
   const auto L = [&] {
     Vec y(out.size()), p(probs.size());
-    nn::attention_forward(y.data(), p.data(), qkv.data(), B, S, H, D);
+    nn::attention_forward(y.data(), p.data(), qkv.data(), B, seq, H, D);
     return dot(R, y);
   };
   CHECK(gradient_error(qkv, dqkv, L, qkv.size()) < kTolerance);  // every element
 }
 
-// S = 5: one causal block; S = 70: three (32, 32, 6 rows: nn::attention_detail::kRows).
+// seq = 5: one causal block; seq = 70: three (32, 32, 6 rows: nn::attention_detail::kRows).
 TEST_CASE("attention: causal probabilities, output against loops, backward against FD") {
   check_attention(5);
   check_attention(70);
@@ -381,20 +381,20 @@ TEST_CASE("cross-entropy split over 1, 2, 3 simulated ranks with padding equals 
 
 TEST_CASE("float instantiations agree with double") {
   std::mt19937 rng(10);
-  const int B = 2, S = 4, H = 2, D = 4, N = S * B, C = H * D, W = 3 * C;
+  const int B = 2, seq = 4, H = 2, D = 4, N = seq * B, C = H * D, W = 3 * C;
   const Vec xd = random_vector(N * C, rng), wd = random_vector(C * W, rng),
             gd = random_vector(N * C, rng);
   const auto run = [&](auto zero) {
     using T = decltype(zero);
     std::vector<T> x(xd.begin(), xd.end()), w(wd.begin(), wd.end()), g(gd.begin(), gd.end());
     std::vector<T> ln(N * C), mean(N), rstd(N), ones(C, 1), zeros(C, 0), qkv(N * W),
-        probs(B * H * S * S), att(N * C), act(N * C), dqkv(N * W);
+        probs(B * H * seq * seq), att(N * C), act(N * C), dqkv(N * W);
     nn::layernorm_forward(ln.data(), mean.data(), rstd.data(), x.data(), ones.data(), zeros.data(),
                           N, C);
     nn::linear_forward(qkv.data(), ln.data(), w.data(), static_cast<const T*>(nullptr), N, C, W);
-    nn::attention_forward(att.data(), probs.data(), qkv.data(), B, S, H, D);
+    nn::attention_forward(att.data(), probs.data(), qkv.data(), B, seq, H, D);
     nn::gelu_forward(act.data(), att.data(), act.size());
-    nn::attention_backward(dqkv.data(), g.data(), qkv.data(), probs.data(), B, S, H, D);
+    nn::attention_backward(dqkv.data(), g.data(), qkv.data(), probs.data(), B, seq, H, D);
     act.insert(act.end(), dqkv.begin(), dqkv.end());
     return Vec(act.begin(), act.end());
   };

@@ -63,9 +63,9 @@ TEST_CASE("rmsnorm: forward against loops, backward (x, weight) against FD, B + 
 
 TEST_CASE("rope: rotate-half against the formula, v untouched, backward against FD") {
   std::mt19937 rng(12);
-  const int S = 5, B = 2, N = S * B, H = 3, KV = 1, D = 6, W = (H + 2 * KV) * D;
+  const int seq = 5, B = 2, N = seq * B, H = 3, KV = 1, D = 6, W = (H + 2 * KV) * D;
   const double theta = 50;  // not the default: the base must be used
-  const nn::RopeTable<double> table(S, D, theta);
+  const nn::RopeTable<double> table(seq, D, theta);
   Vec x = random_vector(N * W, rng);
   Vec y = x;
   nn::rope_forward(y.data(), table, N, B, H + KV, W);  // q and k heads
@@ -164,33 +164,33 @@ TEST_CASE("swiglu: side by side [a | b] and in two buffers, backward against FD,
   check_swiglu(2, int(nn::kChunk) + 5);
 }
 
-// Grouped-query attention over S tokens, H = 4 query heads and KV key/value heads: probabilities
+// Grouped-query attention over seq tokens, H = 4 query heads and KV key/value heads: probabilities
 // and output against loops (query head h reads K, V head h / (H / KV)), backward against FD.
-void check_gqa(int S, int KV) {
-  CAPTURE(S);
+void check_gqa(int seq, int KV) {
+  CAPTURE(seq);
   CAPTURE(KV);
   std::mt19937 rng(14);
   const int B = 2, H = 4, D = 3, W = (H + 2 * KV) * D, group = H / KV;
-  Vec qkv = random_vector(S * B * W, rng, -2, 2);
-  Vec out(S * B * H * D), probs(B * H * S * S, kGarbage);
-  nn::attention_forward(out.data(), probs.data(), qkv.data(), B, S, H, KV, D);
+  Vec qkv = random_vector(seq * B * W, rng, -2, 2);
+  Vec out(seq * B * H * D), probs(B * H * seq * seq, kGarbage);
+  nn::attention_forward(out.data(), probs.data(), qkv.data(), B, seq, H, KV, D);
   double err_p = 0, err_o = 0;
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < H; ++h)
-      for (int s = 0; s < S; ++s) {
+      for (int s = 0; s < seq; ++s) {
         const int g = h / group;
         const auto q = [&](int t, int d) { return qkv[(t * B + b) * W + h * D + d]; };
         const auto k = [&](int t, int d) { return qkv[(t * B + b) * W + (H + g) * D + d]; };
         const auto v = [&](int t, int d) { return qkv[(t * B + b) * W + (H + KV + g) * D + d]; };
-        Vec p(S, 0.0);
+        Vec p(seq, 0.0);
         double sum = 0;
         for (int t = 0; t <= s; ++t) {
           double score = 0;
           for (int d = 0; d < D; ++d) score += q(s, d) * k(t, d);
           sum += (p[t] = std::exp(score / std::sqrt(double(D))));
         }
-        for (int t = 0; t < S; ++t) {
-          const double got = probs[((b * H + h) * S + s) * S + t];
+        for (int t = 0; t < seq; ++t) {
+          const double got = probs[((b * H + h) * seq + s) * seq + t];
           if (t > s) CHECK(got == 0);  // causal
           err_p = std::max(err_p, std::abs(got - p[t] / sum));
         }
@@ -205,10 +205,10 @@ void check_gqa(int S, int KV) {
 
   const Vec R = random_vector(out.size(), rng);
   Vec dqkv(qkv.size(), kGarbage);
-  nn::attention_backward(dqkv.data(), R.data(), qkv.data(), probs.data(), B, S, H, KV, D);
+  nn::attention_backward(dqkv.data(), R.data(), qkv.data(), probs.data(), B, seq, H, KV, D);
   const auto L = [&] {
     Vec y(out.size()), p(probs.size());
-    nn::attention_forward(y.data(), p.data(), qkv.data(), B, S, H, KV, D);
+    nn::attention_forward(y.data(), p.data(), qkv.data(), B, seq, H, KV, D);
     return dot(R, y);
   };
   CHECK(gradient_error(qkv, dqkv, L, 400) < kTolerance);  // every element up to 400, else 400
@@ -217,8 +217,8 @@ void check_gqa(int S, int KV) {
   // the same forward and dQ, and dK, dV the sums over each group (to rounding: the order of a
   // product's sums may depend on its buffers' alignment).
   const int Wm = 3 * H * D;
-  Vec mha(S * B * Wm);
-  for (int r = 0; r < S * B; ++r)
+  Vec mha(seq * B * Wm);
+  for (int r = 0; r < seq * B; ++r)
     for (int h = 0; h < H; ++h)
       for (int d = 0; d < D; ++d) {
         mha[r * Wm + h * D + d] = qkv[r * W + h * D + d];
@@ -226,12 +226,12 @@ void check_gqa(int S, int KV) {
         mha[r * Wm + (2 * H + h) * D + d] = qkv[r * W + (H + KV + h / group) * D + d];
       }
   Vec out_m(out.size()), probs_m(probs.size()), dmha(mha.size(), kGarbage);
-  nn::attention_forward(out_m.data(), probs_m.data(), mha.data(), B, S, H, D);
+  nn::attention_forward(out_m.data(), probs_m.data(), mha.data(), B, seq, H, D);
   CHECK(max_abs_diff(out_m, out) < 1e-14);
   CHECK(max_abs_diff(probs_m, probs) < 1e-14);
-  nn::attention_backward(dmha.data(), R.data(), mha.data(), probs_m.data(), B, S, H, D);
+  nn::attention_backward(dmha.data(), R.data(), mha.data(), probs_m.data(), B, seq, H, D);
   double err_q = 0, err_kv = 0;
-  for (int r = 0; r < S * B; ++r)
+  for (int r = 0; r < seq * B; ++r)
     for (int d = 0; d < D; ++d) {
       for (int h = 0; h < H; ++h)
         err_q = std::max(err_q, std::abs(dmha[r * Wm + h * D + d] - dqkv[r * W + h * D + d]));
@@ -247,7 +247,7 @@ void check_gqa(int S, int KV) {
   CHECK(err_kv < 1e-13);
 }
 
-// S = 5: one causal block; S = 40: two (nn::attention_detail::kRows = 32). KV = H is GPT-2's
+// seq = 5: one causal block; seq = 40: two (nn::attention_detail::kRows = 32). KV = H is GPT-2's
 // multi-head attention, KV = 1 multi-query attention.
 TEST_CASE("grouped-query attention: KV = 4, 2, 1 of H = 4 against loops, backward against FD") {
   for (int KV : {4, 2, 1}) {

@@ -11,7 +11,7 @@ using pp::ScheduleKind;
 
 namespace {
 void run(int ranks, MeshShape mesh, ScheduleKind kind, int m, int layers = 4, int v = 1,
-         bool recompute = false, std::vector<int> split = {}, ZeroPolicy zero = {},
+         Recompute recompute = Recompute::none, std::vector<int> split = {}, ZeroPolicy zero = {},
          bool sp = false) {
   auto comm = test::first_ranks(ranks, test::current_test_name());
   if (!comm) return;
@@ -26,7 +26,7 @@ void run(int ranks, MeshShape mesh, ScheduleKind kind, int m, int layers = 4, in
   o.sequence_parallel = sp;
   INFO(std::string(pp::to_string(kind))
        << " TP=" << mesh.tp << " PP=" << mesh.pp << " DP=" << mesh.dp << " ZeRO-" << zero.stage
-       << " m=" << m << " v=" << v << std::string(recompute ? " recompute" : "")
+       << " m=" << m << " v=" << v << std::string(recompute == Recompute::full ? " recompute" : "")
        << std::string(sp ? " SP" : ""));
   test::check_parity<double>(*comm, o, 3, 1e-10);
 }
@@ -53,9 +53,9 @@ TEST_CASE("PP with TP: TP2-PP2 with m=5 and TP2-PP4 with m=4") {
 TEST_CASE(
     "uneven splits (--pp-layers 3,1; auto on 3 layers) and recomputation give the same "
     "numbers") {
-  run(2, {1, 2, 1}, ScheduleKind::one_f_one_b, 3, 4, 1, false, {3, 1});
+  run(2, {1, 2, 1}, ScheduleKind::one_f_one_b, 3, 4, 1, Recompute::none, {3, 1});
   run(2, {1, 2, 1}, ScheduleKind::one_f_one_b, 3, 3);  // auto: 2 + 1 (see test_plan)
-  run(2, {1, 2, 1}, ScheduleKind::one_f_one_b, 3, 4, 1, /*recompute=*/true);
+  run(2, {1, 2, 1}, ScheduleKind::one_f_one_b, 3, 4, 1, Recompute::full);
 }
 
 TEST_CASE("ZB-H1 (B and W split): PP=2 with m = 2, 4, 5 and PP=4 with m = 4, 8, 9") {
@@ -65,14 +65,15 @@ TEST_CASE("ZB-H1 (B and W split): PP=2 with m = 2, 4, 5 and PP=4 with m = 4, 8, 
 
 TEST_CASE("ZB-H1 with TP2 (and sequence parallelism) and with DP2 under ZeRO 1, 2 and 3") {
   run(4, {2, 2, 1}, ScheduleKind::zb_h1, 4);
-  run(4, {2, 2, 1}, ScheduleKind::zb_h1, 5, 4, 1, false, {}, {}, /*sp=*/true);
-  for (int stage : {1, 2, 3}) run(4, {1, 2, 2}, ScheduleKind::zb_h1, 4, 4, 1, false, {}, {stage});
+  run(4, {2, 2, 1}, ScheduleKind::zb_h1, 5, 4, 1, Recompute::none, {}, {}, /*sp=*/true);
+  for (int stage : {1, 2, 3})
+    run(4, {1, 2, 2}, ScheduleKind::zb_h1, 4, 4, 1, Recompute::none, {}, {stage});
 }
 
 TEST_CASE("PP=1 interleaved (v=2): the tied embedding's two copies on one rank are summed") {
   run(1, {1, 1, 1}, ScheduleKind::interleaved, 2, 4, 2);
   run(2, {2, 1, 1}, ScheduleKind::interleaved, 2, 4, 2);
-  run(2, {1, 1, 2}, ScheduleKind::interleaved, 2, 4, 2, false, {}, {3});
+  run(2, {1, 1, 2}, ScheduleKind::interleaved, 2, 4, 2, Recompute::none, {}, {3});
 }
 
 namespace {

@@ -34,7 +34,7 @@ std::string describe(const gpt2::Options& o) {
   return "TP" + std::to_string(o.mesh.tp) + "-PP" + std::to_string(o.mesh.pp) + "-DP" +
          std::to_string(o.mesh.dp) + " ZeRO-" + std::to_string(o.zero.stage) +
          " m=" + std::to_string(o.microbatches) + " v=" + std::to_string(o.virtual_stages) + " " +
-         pp::to_string(o.schedule) + (o.recompute ? " recompute" : "") +
+         pp::to_string(o.schedule) + (o.recompute == Recompute::full ? " recompute" : "") +
          (o.zero.reduce == GradReduce::per_step ? " per-step" : "") +
          (o.zero.keep_gathered ? " keep-gathered" : "");
 }
@@ -116,7 +116,7 @@ TEST_CASE("one step: activation peak and bytes per axis as predicted") {
   check_step(options({2, 2, 2}, 1, 4));
   check_step(options({4, 1, 2}, 1));
   gpt2::Options rec = options({2, 2, 2}, 2, 4);
-  rec.recompute = true;
+  rec.recompute = Recompute::full;
   check_step(rec);
   gpt2::Options per_step = options({1, 2, 4}, 3, 4);
   per_step.zero.reduce = GradReduce::per_step;
@@ -151,7 +151,7 @@ TEST_CASE("fits and machines: least squares, one latency per batch, ring bytes o
   o.zero.stage = 1;
   o.batch = 64;
   o.microbatches = 8;
-  o.recompute = true;
+  o.recompute = Recompute::full;
   const ClusterSpec a100;
   const Prediction p = predict(o, Precision::mixed(), cluster_machine(a100, "A100"));
   CHECK_FALSE(p.crosses.tp);

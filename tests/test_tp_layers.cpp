@@ -157,7 +157,7 @@ TEST_CASE(
     "sequence parallelism divides the LayerNorm/residual activations by TP; recompute keeps inputs "
     "only") {
   TRIDENT_RANKS(2, comm);
-  auto peak = [&](bool sp, bool recompute) {
+  auto peak = [&](bool sp, Recompute recompute) {
     gpt2::Options o = test::small_options({2, 1, 1});
     o.sequence_parallel = sp;
     o.recompute = recompute;
@@ -172,7 +172,7 @@ TEST_CASE(
   // per block: x, x2 (n C) and four LayerNorm statistics (n); the head: its input and two
   // statistics: held for n = N / t rows instead of N (Korthikanti et al. 2022, §4.2.2)
   const double regions = (L * (2 * C + 4) + C + 2) * sizeof(double);
-  CHECK(peak(false, false) - peak(true, false) == N * (1 - 1 / t) * regions);
+  CHECK(peak(false, Recompute::none) - peak(true, Recompute::none) == N * (1 - 1 / t) * regions);
   // full recomputation keeps each block's input alone (GPipe's re-materialisation): the peak
   // is then all the inputs and one block's activations, replayed for its backward, instead of
   // all blocks' activations
@@ -180,7 +180,7 @@ TEST_CASE(
   const double rest =
       (4 * N + 2 * N * C + 3 * N * Cl + B * Hl * seq * seq + N * Cl + N * C + 8 * N * Cl) *
       sizeof(double);  // a block's activations but its input
-  CHECK(peak(false, false) - peak(false, true) == (L - 1) * rest);
+  CHECK(peak(false, Recompute::none) - peak(false, Recompute::full) == (L - 1) * rest);
 }
 
 TEST_CASE("TP-replicated parameters stay bit-identical on every TP rank, with SP") {

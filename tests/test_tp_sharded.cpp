@@ -92,15 +92,15 @@ TEST_CASE("vocab-parallel embedding and cross-entropy on sharded tensors equal t
       if (!comm) continue;
       INFO("TP=" << t << (sp ? " SP" : ""));
       const TensorParallel tp{&*comm, sp};
-      const int V = 67, C = 6, S = 4, B = 2, N = S * B;  // vocab 67: padded on every TP size
+      const int V = 67, C = 6, seq = 4, B = 2, N = seq * B;  // vocab 67: padded on every TP size
       const std::int64_t Vp = (V + t - 1) / t * t;
-      const Matrix<double> wte = random_matrix(V, C, 7), wpe = random_matrix(S, C, 8),
+      const Matrix<double> wte = random_matrix(V, C, 7), wpe = random_matrix(seq, C, 8),
                            dh = random_matrix(N, C, 9);
       std::vector<std::int32_t> tokens(N), targets(N);
       for (int k = 0; k < N; ++k) tokens[k] = (k * 29 + 3) % V, targets[k] = (k * 17 + 66) % V;
       // unsharded: h = wte[tokens] + wpe; losses of softmax(h wte^T); gradients of mean loss
       Matrix<double> h = Matrix<double>::Zero(N, C), logits(N, V), probs(N, V), losses(1, N),
-                     dwte = Matrix<double>::Zero(V, C), dwpe = Matrix<double>::Zero(S, C),
+                     dwte = Matrix<double>::Zero(V, C), dwpe = Matrix<double>::Zero(seq, C),
                      dhh(N, C);
       nn::token_embedding_forward(h.data(), tokens.data(), wte.data(), N, C, 0, V);
       nn::position_embedding_forward(h.data(), wpe.data(), N, B, 0, C);

@@ -62,12 +62,12 @@ class Comm {
   ~Comm() { release(); }
 
   // Ranks with the same color form a communicator, ordered by key. kUndefined gives a null Comm.
-  Comm split(int color, int key, std::string name) const {
+  [[nodiscard]] Comm split(int color, int key, std::string name) const {
     MPI_Comm out = MPI_COMM_NULL;
     check_mpi(MPI_Comm_split(comm_, color, key, &out), "MPI_Comm_split");
     return Comm(out, std::move(name), true);
   }
-  Comm dup(std::string name) const {
+  [[nodiscard]] Comm dup(std::string name) const {
     MPI_Comm out = MPI_COMM_NULL;
     check_mpi(MPI_Comm_dup(comm_, &out), "MPI_Comm_dup");
     return Comm(out, std::move(name), true);
@@ -227,7 +227,7 @@ class Comm {
 
   // One value reduced over the group (sum, max or min).
   template <class T>
-  T all_reduce_value(T value, ReduceOp op = ReduceOp::sum) const {
+  [[nodiscard]] T all_reduce_value(T value, ReduceOp op = ReduceOp::sum) const {
     all_reduce(Span<T>(&value, 1), op);
     return value;
   }
@@ -340,7 +340,7 @@ class Comm {
 };
 
 // Ranks of `comm` that share this node's memory (MPI_COMM_TYPE_SHARED).
-inline Comm node_comm(const Comm& comm) {
+[[nodiscard]] inline Comm node_comm(const Comm& comm) {
   MPI_Comm node = MPI_COMM_NULL;
   check_mpi(
       MPI_Comm_split_type(comm.get(), MPI_COMM_TYPE_SHARED, comm.rank(), MPI_INFO_NULL, &node),

@@ -193,7 +193,7 @@ class [[nodiscard]] Request {
   }
 
   // Non-blocking check; true when complete (and then the request is released).
-  bool test() {
+  [[nodiscard]] bool test() {
     if (!active()) return true;
     int done = 0;
     check_mpi(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "MPI_Test");

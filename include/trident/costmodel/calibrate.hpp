@@ -139,12 +139,12 @@ inline double measure_gemm_flops(const Comm& world, int rows, int inner, int col
   return reps * flops / seconds;
 }
 
-// One rank's share of a microbatch through a layer: N = B S rows (n of them in the LayerNorm
+// One rank's share of a microbatch through a layer: N = B seq rows (n of them in the LayerNorm
 // regions), hidden C, Cl = C / t columns and Hl = H / t heads of D on this rank; the head's
 // vocab_rows of the vocabulary.
 struct LayerShape {
-  int B = 1, S = 1, C = 1, Cl = 1, Hl = 1, D = 1, n = 1, vocab_rows = 1;
-  int N() const { return B * S; }
+  int B = 1, seq = 1, C = 1, Cl = 1, Hl = 1, D = 1, n = 1, vocab_rows = 1;
+  int N() const { return B * seq; }
 };
 
 // Seconds per microbatch of trident's kernels other than the linear layers' GEMMs, forward and
@@ -160,7 +160,7 @@ inline std::pair<double, double> measure_kernel_seconds(const Comm& world, const
   std::vector<float> w(s.C, 1.f), dw(s.C), db(s.C);
   std::vector<float> qkv(std::size_t(N) * 3 * s.Hl * s.D, 0.01f), dqkv(qkv.size());
   std::vector<float> att(std::size_t(N) * s.Hl * s.D), datt(att.size(), 0.01f);
-  std::vector<float> probs(std::size_t(s.B) * s.Hl * s.S * s.S),
+  std::vector<float> probs(std::size_t(s.B) * s.Hl * s.seq * s.seq),
       fc(std::size_t(N) * 4 * s.Cl, 0.1f), act(fc.size());
   std::vector<float> logits(std::size_t(N) * V, 0.01f), losses(N);
   std::vector<std::int32_t> targets(N, 0);
@@ -173,10 +173,10 @@ inline std::pair<double, double> measure_kernel_seconds(const Comm& world, const
         nn::layernorm_backward(dx.data(), dw.data(), db.data(), y.data(), x.data(), w.data(),
                                stats.data(), stats.data() + s.n, s.n, s.C);
         if (ln == 0)
-          nn::attention_forward(att.data(), probs.data(), qkv.data(), s.B, s.S, s.Hl, s.D);
+          nn::attention_forward(att.data(), probs.data(), qkv.data(), s.B, s.seq, s.Hl, s.D);
         if (ln == 0)
-          nn::attention_backward(dqkv.data(), datt.data(), qkv.data(), probs.data(), s.B, s.S, s.Hl,
-                                 s.D);
+          nn::attention_backward(dqkv.data(), datt.data(), qkv.data(), probs.data(), s.B, s.seq,
+                                 s.Hl, s.D);
         if (ln == 1) nn::gelu_forward(act.data(), fc.data(), fc.size());
         if (ln == 1) nn::gelu_backward(act.data(), act.data(), fc.data(), fc.size());
         MatMap<float> out(dx.data(), s.n, s.C);

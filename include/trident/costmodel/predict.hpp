@@ -77,13 +77,14 @@ inline MicrobatchWork microbatch_work(const gpt2::Options& o, const Precision& p
   w.act = a.N * a.C * e, w.rows = a.N * e;
   w.message = w.act / (o.sequence_parallel && tp > 1 ? tp : 1);
   // Narayanan et al. 2021 §5.1, one TP rank's share: forward, backward (twice), recomputation
-  const double passes = 3 + (o.recompute ? 1 : 0);
+  const double passes = 3 + (o.recompute == Recompute::full ? 1 : 0);
   w.layer_flops = passes * layer_forward_flops(model_spec(o.model), a.B) / tp;
   w.layer_linear_flops = passes * 24 * a.N * a.C * a.C / tp;  // without attention's 4 B s^2 h
   w.head_flops = 3 * 2 * a.N * a.C * a.vocab_rows;
   // models/gpt2/block.hpp's buffers: activations (twice with recomputation) and temporaries
   const double temps = a.N * a.C + a.n * a.C + 8 * a.N * a.Cl + a.N * a.C + 2 * a.n * a.C;
-  w.layer_fill = (layer_activation_elements(a) * (o.recompute ? 2 : 1) + temps) * e;
+  w.layer_fill =
+      (layer_activation_elements(a) * (o.recompute == Recompute::full ? 2 : 1) + temps) * e;
   w.head_fill = (head_activation_elements(a) + 2 * a.N * a.C) * e;
   return w;
 }
@@ -91,11 +92,11 @@ inline MicrobatchWork microbatch_work(const gpt2::Options& o, const Precision& p
 // One microbatch through chunk k, seconds of compute: its linear layers' GEMMs and the other
 // kernels as measured, or (a cluster) all GEMM FLOPs at the GEMM rate; then its buffers' fill.
 inline double chunk_compute_s(const ChunkUnits& k, const MicrobatchWork& w, const Machine& machine,
-                              bool recompute) {
+                              Recompute recompute) {
   double s = 0;
   if (machine.layer_kernels_s > 0)
     s += (k.layers * w.layer_linear_flops + (k.head ? w.head_flops : 0)) / machine.gemm_flops +
-         k.layers * machine.layer_kernels_s * (recompute ? 4.0 / 3 : 1) +
+         k.layers * machine.layer_kernels_s * (recompute == Recompute::full ? 4.0 / 3 : 1) +
          (k.head ? machine.head_kernels_s : 0);
   else
     s += (k.layers * w.layer_flops + (k.head ? w.head_flops : 0)) / machine.gemm_flops;

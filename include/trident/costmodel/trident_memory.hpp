@@ -84,26 +84,26 @@ inline ModelStateBytes stage_model_states(const gpt2::Options& o, int stage, con
 // --- activations (elements of T per microbatch) --------------------------------------------
 
 struct ActivationShape {
-  double N = 0, n = 0, C = 0, Cl = 0, heads = 0, S = 0, B = 0, vocab_rows = 0;
+  double N = 0, n = 0, C = 0, Cl = 0, heads = 0, seq = 0, B = 0, vocab_rows = 0;
 };
 
 inline ActivationShape activation_shape(const gpt2::Options& o) {
-  const double t = o.mesh.tp, B = o.rows_per_microbatch(), S = o.model.seq, N = B * S;
+  const double t = o.mesh.tp, B = o.rows_per_microbatch(), seq = o.model.seq, N = B * seq;
   const double vocab_rows = std::ceil(double(o.model.vocab) / t);  // padded vocab / t
   return {N,
           o.sequence_parallel ? N / t : N,
           double(o.model.hidden),
           o.model.hidden / t,
           o.model.heads / t,
-          S,
+          seq,
           B,
           vocab_rows};
 }
 
 // models/gpt2/block.hpp's BlockActivations: x, x2 (n C); LN stats (4 n); ln1, ln2 (N C); qkv (3 N
-// Cl); probs (B Hl S S); att (N Cl); fc, act (4 N Cl each).
+// Cl); probs (B Hl seq seq); att (N Cl); fc, act (4 N Cl each).
 inline double layer_activation_elements(const ActivationShape& a) {
-  return 2 * a.n * a.C + 4 * a.n + 2 * a.N * a.C + 3 * a.N * a.Cl + a.B * a.heads * a.S * a.S +
+  return 2 * a.n * a.C + 4 * a.n + 2 * a.N * a.C + 3 * a.N * a.Cl + a.B * a.heads * a.seq * a.seq +
          a.N * a.Cl + 8 * a.N * a.Cl;
 }
 
@@ -115,8 +115,8 @@ inline double head_activation_elements(const ActivationShape& a) {
 
 // What one microbatch of a chunk keeps until its backward: every layer's activations, or only
 // each layer's input under full recomputation; the head's stash.
-inline double chunk_stash_elements(const ChunkUnits& c, const ActivationShape& a, bool recompute) {
-  const double layer = recompute ? a.n * a.C : layer_activation_elements(a);
+inline double chunk_stash_elements(const ChunkUnits& c, const ActivationShape& a, Recompute r) {
+  const double layer = r == Recompute::full ? a.n * a.C : layer_activation_elements(a);
   return c.layers * layer + (c.head ? head_activation_elements(a) : 0);
 }
 
@@ -129,7 +129,8 @@ inline double stage_activation_bytes(const gpt2::Options& o, int stage, const Pr
   const std::vector<ChunkUnits> chunks = stage_chunks(o, stage);
   const auto schedule =
       pp::make_schedule({o.schedule, o.mesh.pp, o.microbatches, o.virtual_stages})[stage];
-  const double transient = o.recompute ? layer_activation_elements(a) - a.n * a.C : 0;
+  const double transient =
+      o.recompute == Recompute::full ? layer_activation_elements(a) - a.n * a.C : 0;
   double held = 0, peak = 0;
   for (const pp::Action& act : schedule) {
     if (act.op != pp::Op::forward && act.op != pp::Op::backward) continue;

@@ -246,7 +246,8 @@ std::string load_checkpoint(Trainer<M, T, S>& t, const std::string& path) {
 // a directory that holds none (or does not exist yet) leaves the trainer at step 0 and returns
 // "". Returns the checkpoint read. Collective.
 template <class M, class T, class S>
-std::string resume_training(Trainer<M, T, S>& t, const std::string& path, bool fresh_if_none) {
+[[nodiscard]] std::string resume_training(Trainer<M, T, S>& t, const std::string& path,
+                                          bool fresh_if_none) {
   bool none = false;
   detail::agreed(t.mesh().world(), [&] {
     std::error_code ec;

@@ -33,7 +33,7 @@ inline nlohmann::json run_json(const TrainOptions& o, const RunFlags& f, const s
                  {"schedule", pp::to_string(o.schedule)},
                  {"microbatches", o.microbatches},
                  {"virtual_stages", o.virtual_stages},
-                 {"recompute", o.recompute}};
+                 {"recompute", to_string(o.recompute)}};
   j["first_step"] = first;
   j["losses"] = losses;
   j["final_loss"] = losses.back();

@@ -130,7 +130,7 @@ inline void apply_run_options(const Comm& world, TrainOptions& o, const RunFlags
     o.microbatches = o.mesh.pp > 1 ? 2 * o.mesh.pp : 1;
   o.schedule = pp::parse_schedule(f.schedule);
   o.pp_layers = parse_pp_layers(f.pp_layers);
-  o.recompute = f.recompute == "full";
+  o.recompute = parse_recompute(f.recompute);
   o.zero.reduce = f.grad_reduce == "step" ? GradReduce::per_step : GradReduce::per_microbatch;
   o.optimizer.steps = f.steps;
   o.optimizer.warmup = std::max(1, f.steps / 20);

@@ -35,6 +35,7 @@
 
 #include "../data/tokens.hpp"
 #include "../nn/backward_part.hpp"
+#include "../plan/recompute.hpp"
 #include "../tp/tensor_parallel.hpp"
 #include "../zero/unit_store.hpp"
 #include "model.hpp"
@@ -84,7 +85,7 @@ class DecoderStage {
 
  public:
   DecoderStage(const M& model, const TensorParallel& tp, const StageSpec& spec, int rows,
-               const Comm& dp, ZeroPolicy zero, bool recompute)
+               const Comm& dp, ZeroPolicy zero, Recompute recompute)
       : spec_(spec),
         recompute_(recompute),
         embedding_(model.config(), tp, rows),
@@ -160,7 +161,7 @@ class DecoderStage {
     for (int l = spec_.layers - 1; l >= 0; --l) {
       --k;
       const T* w = in ? params_.use_backward(k, 1)[0] : nullptr;
-      if (recompute_ && in) {
+      if (recompute_ == Recompute::full && in) {
         Buffer<T> out(MemoryKind::buffers, size);
         block_.forward(st.blocks[l], out.data(), w);
       }
@@ -227,7 +228,7 @@ class DecoderStage {
       params_.release(k, 1), ++k;
       if (!keep)
         st.blocks[l] = typename Block::Activations{};
-      else if (recompute_)
+      else if (recompute_ == Recompute::full)
         keep_only_input(st.blocks[l]);
     }
     return k;
@@ -261,7 +262,7 @@ class DecoderStage {
   }
 
   StageSpec spec_;
-  bool recompute_;
+  Recompute recompute_;
   Embedding embedding_;
   Block block_;
   Head head_;

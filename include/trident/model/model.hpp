@@ -33,7 +33,7 @@
 //
 // M::Stage<T, S> is constructed once per virtual stage this rank holds as
 //     Stage(const M&, const TensorParallel&, const StageSpec&, int rows_per_microbatch,
-//           const Comm& dp, ZeroPolicy, bool recompute)
+//           const Comm& dp, ZeroPolicy, Recompute)
 // owns the stage's UnitStore (zero/unit_store.hpp) built from M::units, and has
 //     UnitStore<T, S>& store();   const StageSpec& spec() const;
 //     std::size_t activation_size() const;  // elements handed to the next stage per microbatch

@@ -61,7 +61,7 @@ void rotate(T* x, const RopeTable<T>& table, int N, int B, int heads, int width,
 }
 }  // namespace rope_detail
 
-// x: (N, width), N = S*B rows [s, b] -> x rotated in place on its first `heads` heads of table.D
+// x: (N, width), N = seq*B rows [s, b] -> x rotated in place on its first `heads` heads of table.D
 // columns. For the packed attention input [q (H*D) | k (KV*D) | v (KV*D)] (attention.hpp),
 // heads = H + KV rotates q and k and leaves v: the attention's forward and backward then read the
 // rotated qkv, and rope_backward turns their dqkv into the gradient of the unrotated projection.

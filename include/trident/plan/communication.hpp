@@ -25,7 +25,7 @@ inline double tp_bytes(const ModelSpec& m, const Config& c, const Precision& p) 
   const double activation =
       static_cast<double>(c.microbatch_size) * m.seq * m.hidden * p.activation_bytes;  // b s h
   const double layers = static_cast<double>(m.layers) / c.pp;
-  return layers * c.microbatches * tp_all_reduces_per_layer(c.recompute == Recompute::full) *
+  return layers * c.microbatches * tp_all_reduces_per_layer(c.recompute) *
          ring_all_reduce_bytes(activation, c.tp);
 }
 

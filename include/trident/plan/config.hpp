@@ -13,30 +13,9 @@
 #include "../pp/schedule.hpp"
 #include "cluster.hpp"
 #include "model_spec.hpp"
+#include "recompute.hpp"
 
 namespace trident::plan {
-
-// Activation recomputation (Korthikanti et al. 2022, §5): none, selective (only the attention
-// core softmax(QK^T)V is recomputed) or full (each layer's forward is rerun from its input).
-enum class Recompute { none, selective, full };
-
-inline const char* to_string(Recompute r) {
-  switch (r) {
-    case Recompute::none:
-      return "none";
-    case Recompute::selective:
-      return "selective";
-    case Recompute::full:
-      return "full";
-  }
-  return "?";
-}
-
-inline Recompute parse_recompute(const std::string& name) {
-  for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full})
-    if (name == to_string(r)) return r;
-  fail("unknown recompute '" + name + "' (known: none, selective, full)");
-}
 
 // The schedule is the executor's pp::ScheduleKind (pp/schedule.hpp). GPipe (Huang et al.
 // 2019): all forwards, then all backwards. 1F1B (PipeDream-Flush, Narayanan et al. 2021

@@ -44,7 +44,7 @@ struct TensorParallel {
   // Megatron's f, forward: x (n, cols) in the activations' placement to (N, cols) Replicate.
   // Without SP the identity (returns x); with SP the all-gather into x_full (returns x_full).
   template <class T>
-  const T* f_forward(const T* x, T* x_full, int N, int cols) const {
+  [[nodiscard]] const T* f_forward(const T* x, T* x_full, int N, int cols) const {
     return to_replicate(x, x_full, N, cols);
   }
   // f, backward: dx_full (N, cols) Partial to dx (n, cols): the all-reduce (dx may be dx_full)
@@ -62,7 +62,7 @@ struct TensorParallel {
   // g, backward: dy (n, cols) to (N, cols) Replicate: the identity (returns dy) or, with SP,
   // the all-gather into dy_full (returns dy_full).
   template <class T>
-  const T* g_backward(const T* dy, T* dy_full, int N, int cols) const {
+  [[nodiscard]] const T* g_backward(const T* dy, T* dy_full, int N, int cols) const {
     return to_replicate(dy, dy_full, N, cols);
   }
 
@@ -75,7 +75,7 @@ struct TensorParallel {
 
  private:
   template <class T>
-  const T* to_replicate(const T* x, T* full, int N, int cols) const {
+  [[nodiscard]] const T* to_replicate(const T* x, T* full, int N, int cols) const {
     if (!sequence_parallel) return x;
     redistribute<T>({x, layout(N, cols, Placement::Shard(0))},
                     {full, layout(N, cols, Placement::Replicate())}, *comm);

@@ -46,7 +46,7 @@ struct VocabParallelEmbedding {
   }
 
   // On sharded tensors (layouts checked as tp/linear.hpp's): tokens (N) in [s, b] order, B
-  // sequences; wte (V, C) Shard(0) padded to t * rows; wpe (S, C) Replicate. Returns h (N, C)
+  // sequences; wte (V, C) Shard(0) padded to t * rows; wpe (seq, C) Replicate. Returns h (N, C)
   // in the activations' placement (Replicate, or Shard(0) under SP).
   ShardedTensor<T> forward(const TensorParallel& tp, const std::vector<std::int32_t>& tokens, int B,
                            ShardedView<const T> wte, ShardedView<const T> wpe) const {

@@ -48,7 +48,7 @@ void run_forward_only(Trainer<M, T, S>& t, int microbatches, Run&& run) {
 // Mean loss over the tokens of `batches` global batches of held_out. Collective; the same
 // value on every rank.
 template <class M, class T, class S>
-double evaluate(Trainer<M, T, S>& t, const TokenSource& held_out, int batches) {
+[[nodiscard]] double evaluate(Trainer<M, T, S>& t, const TokenSource& held_out, int batches) {
   require(batches >= 1, "evaluation needs at least 1 batch, got " + std::to_string(batches));
   const TrainOptions& o = t.options();
   const int seq = t.model().seq(), m = o.microbatches, b = o.rows_per_microbatch();

@@ -41,6 +41,81 @@ ModelStates model_state_formula(Trainer<M, T, S>& t) {
   return {b.params, b.grads, b.optimizer};
 }
 
+namespace traffic_detail {
+
+// The (N, C) activation handed between stages, bytes: the chunks' (n, C) times TP under SP.
+template <class M, class T, class S>
+double activation_bytes(Trainer<M, T, S>& t) {
+  const TrainOptions& o = t.options();
+  const bool sp = o.sequence_parallel && o.mesh.tp > 1;
+  return double(t.chunk(0).activation_size()) * (sp ? o.mesh.tp : 1) * sizeof(T);
+}
+
+// TP bytes of chunk c per step.
+template <class M, class T, class S>
+double chunk_tp_bytes(Trainer<M, T, S>& t, int c) {
+  const TrainOptions& o = t.options();
+  const int tpn = o.mesh.tp;
+  if (tpn == 1) return 0;
+  const bool sp = o.sequence_parallel;
+  const double rows = double(t.model().seq()) * o.rows_per_microbatch() * sizeof(T);
+  const StageSpec& s = t.chunk(c).spec();
+  // an all-reduce counts its buffer once; its SP replacement, all-gather + reduce-scatter,
+  // counts it twice (the same traffic in the paper's units: 2 b s h either way)
+  const double op = (sp ? 2 : 1) * activation_bytes(t);
+  double per_mb = s.layers * plan::tp_all_reduces_per_layer(o.recompute) * op;
+  if (s.first()) per_mb += op;
+  if (s.last()) per_mb += op + 3 * rows;
+  double bytes = o.microbatches * per_mb;
+  if (sp) {
+    UnitStore<T, S>& st = t.chunk(c).store();
+    double replicated = 0;  // TP-replicated elements of the reduced gradients held here
+    for (int u = 0; u < st.size(); ++u) {
+      const std::size_t held = st.reduced_grads(u).size(),
+                        begin = st.policy().stage == 0 ? 0 : st.shard_begin(u);
+      for_each_param_in(st.layout(u), begin, begin + held,
+                        [&](const LocalParam& lp, std::size_t a, std::size_t b) {
+                          if (lp.tp_replicated()) replicated += double(b - a);
+                        });
+    }
+    bytes += replicated * sizeof(S);
+  }
+  return bytes;
+}
+
+// PP bytes of chunk c per step: stage boundaries cross ranks when PP > 1; with PP = 1 the
+// chunks hand over in memory.
+template <class M, class T, class S>
+double chunk_pp_bytes(Trainer<M, T, S>& t, int c) {
+  const TrainOptions& o = t.options();
+  const int p = o.mesh.pp, v = o.virtual_stages, g = t.chunk(c).spec().index;
+  const bool sp = o.sequence_parallel && o.mesh.tp > 1;
+  const double boundary = p == 1 ? 0 : (g > 0 ? 1 : 0) + (g < p * v - 1 ? 1 : 0);
+  return o.microbatches * boundary * activation_bytes(t) / (sp ? o.mesh.tp : 1);
+}
+
+// DP bytes of chunk c per step (plan::zero_dp_bytes on its units).
+template <class M, class T, class S>
+double chunk_dp_bytes(Trainer<M, T, S>& t, int c) {
+  const TrainOptions& o = t.options();
+  if (o.mesh.dp == 1) return 0;
+  const int m = o.microbatches;
+  const ZeroPolicy& z = o.zero;
+  UnitStore<T, S>& st = t.chunk(c).store();
+  double psi = 0, fwd_gathers = 0, bwd_gathers = 0;
+  for (int u = 0; u < st.size(); ++u) {
+    const double bytes = double(st.padded(u)) * sizeof(S);
+    psi += bytes;
+    fwd_gathers += bytes * st.layout(u).forward_reads;
+    bwd_gathers += bytes * st.layout(u).backward_reads;
+  }
+  const double reductions = (z.stage >= 2 && z.reduce == GradReduce::per_microbatch) ? m : 1;
+  const double gathered = z.keep_gathered ? psi : m * (fwd_gathers + bwd_gathers);
+  return plan::zero_dp_bytes(z.stage, psi, psi, reductions, gathered).total();
+}
+
+}  // namespace traffic_detail
+
 // Traffic of one step on each axis, for a decoder of model/decoder_stage.hpp's structure (a
 // Megatron block per layer, an embedding, a head with the vocab-parallel cross-entropy).
 //  TP (Megatron-LM §3, plan::tp_all_reduces_per_layer): per block and microbatch, 2 all-reduces
@@ -61,55 +136,11 @@ ModelStates model_state_formula(Trainer<M, T, S>& t) {
 //    holds), once per step.
 template <class M, class T, class S>
 Traffic traffic_formula(Trainer<M, T, S>& t) {
-  const TrainOptions& o = t.options();
-  const int m = o.microbatches, tpn = o.mesh.tp, p = o.mesh.pp, v = o.virtual_stages;
-  const bool sp = o.sequence_parallel && tpn > 1;
-  const double N = double(t.model().seq()) * o.rows_per_microbatch();
-  // the (N, C) activation handed between stages: the chunks' (n, C) times TP under SP
-  const double act = double(t.chunk(0).activation_size()) * (sp ? tpn : 1) * sizeof(T),
-               rows = N * sizeof(T);
   Traffic f;
   for (int c = 0; c < t.chunks(); ++c) {
-    const StageSpec& s = t.chunk(c).spec();
-    UnitStore<T, S>& st = t.chunk(c).store();
-    if (tpn > 1) {
-      // an all-reduce counts its buffer once; its SP replacement, all-gather + reduce-scatter,
-      // counts it twice (the same traffic in the paper's units: 2 b s h either way)
-      const double op = (sp ? 2 : 1) * act;
-      double per_mb = s.layers * plan::tp_all_reduces_per_layer(o.recompute) * op;
-      if (s.first()) per_mb += op;
-      if (s.last()) per_mb += op + 3 * rows;
-      f.tp += m * per_mb;
-      if (sp) {
-        double replicated = 0;  // TP-replicated elements of the reduced gradients held here
-        for (int u = 0; u < st.size(); ++u) {
-          const std::size_t held = st.reduced_grads(u).size(),
-                            begin = st.policy().stage == 0 ? 0 : st.shard_begin(u);
-          for_each_param_in(st.layout(u), begin, begin + held,
-                            [&](const LocalParam& lp, std::size_t a, std::size_t b) {
-                              if (lp.tp_replicated()) replicated += double(b - a);
-                            });
-        }
-        f.tp += replicated * sizeof(S);
-      }
-    }
-    const int g = s.index;
-    // stage boundaries cross ranks when PP > 1; with PP = 1 the chunks hand over in memory
-    const double boundary = p == 1 ? 0 : (g > 0 ? 1 : 0) + (g < p * v - 1 ? 1 : 0);
-    f.pp += m * boundary * act / (sp ? tpn : 1);
-    const ZeroPolicy& z = o.zero;
-    double psi = 0, fwd_gathers = 0, bwd_gathers = 0;
-    for (int u = 0; u < st.size(); ++u) {
-      const double bytes = double(st.padded(u)) * sizeof(S);
-      psi += bytes;
-      fwd_gathers += bytes * st.layout(u).forward_reads;
-      bwd_gathers += bytes * st.layout(u).backward_reads;
-    }
-    if (o.mesh.dp > 1) {
-      const double reductions = (z.stage >= 2 && z.reduce == GradReduce::per_microbatch) ? m : 1;
-      const double gathered = z.keep_gathered ? psi : m * (fwd_gathers + bwd_gathers);
-      f.dp += plan::zero_dp_bytes(z.stage, psi, psi, reductions, gathered).total();
-    }
+    f.tp += traffic_detail::chunk_tp_bytes(t, c);
+    f.pp += traffic_detail::chunk_pp_bytes(t, c);
+    f.dp += traffic_detail::chunk_dp_bytes(t, c);
   }
   for (const LocalTie& tie : t.ties())
     if (!tie.on_this_rank() && (tie.chunk >= 0 || tie.other_chunk >= 0)) {

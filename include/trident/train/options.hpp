@@ -15,6 +15,7 @@
 #include "../mesh/mesh.hpp"
 #include "../model/model.hpp"
 #include "../optim/adamw.hpp"
+#include "../plan/recompute.hpp"
 #include "../pp/balance.hpp"
 #include "../pp/schedule.hpp"
 #include "../zero/policy.hpp"
@@ -28,7 +29,7 @@ struct TrainOptions {
   int microbatches = 1;        // per DP replica per step
   int virtual_stages = 1;      // model chunks per pipeline rank (interleaved schedule)
   std::vector<int> pp_layers;  // layers per virtual stage; empty = balanced by cost (auto)
-  bool recompute = false;      // full activation recomputation per block
+  Recompute recompute = Recompute::none;  // none or full (per block); not selective
   ZeroPolicy zero;
   int batch = 8;  // sequences in the global batch
   AdamW optimizer;
@@ -73,7 +74,10 @@ void validate(const M& model, const TrainOptions& o, int world_size) {
   require(o.virtual_stages == 1 || o.schedule == pp::ScheduleKind::interleaved,
           std::string("virtual stages need the interleaved schedule (") +
               pp::to_string(o.schedule) + " runs 1 model chunk per pipeline rank)");
-  require(!(o.recompute && o.schedule == pp::ScheduleKind::zb_h1),
+  require(o.recompute != Recompute::selective,
+          "--recompute: the trainer recomputes none or full blocks; selective recomputation is "
+          "modelled by the planner only");
+  require(!(o.recompute == Recompute::full && o.schedule == pp::ScheduleKind::zb_h1),
           "zb-h1 cannot honour --recompute: its W pass (weight gradients) runs after B and needs "
           "the block activations that full recomputation drops after B; use 1f1b with "
           "--recompute");

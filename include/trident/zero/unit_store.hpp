@@ -98,7 +98,7 @@ class UnitStore {
   }
 
   // Unit u's parameters, full (this TP rank's block) and in T. Valid until release_parameters(u).
-  const T* gather_parameters(int i) {
+  [[nodiscard]] const T* gather_parameters(int i) {
     Unit& u = units_[i];
     if constexpr (kSameType)
       if (!policy_.shards_parameters()) return u.params.data();

@@ -7,7 +7,7 @@
 // QKV and FC are column-parallel, the projections row-parallel (Megatron-LM §3): one TP
 // all-reduce per half in forward and one in backward; with sequence parallelism an all-gather
 // and a reduce-scatter instead, and x, x2 are this rank's sequence shard.
-// Sizes: S tokens per sequence, B sequences, N = S*B rows, n = tp.local_rows(N) rows in the
+// Sizes: seq tokens per sequence, B sequences, N = seq*B rows, n = tp.local_rows(N) rows in the
 // LayerNorm/residual regions, C hidden, Cl = C/t, Hl = H/t heads of D = C/H on this rank.
 #pragma once
 
@@ -30,7 +30,7 @@ struct BlockActivations {
   Buffer<T> ln1_mean, ln1_rstd;  // (n)
   Buffer<T> ln1;                 // (N, C) LN1 output as QKV saw it (gathered under SP)
   Buffer<T> qkv;                 // (N, 3 Cl)
-  Buffer<T> probs;               // (B, Hl, S, S)
+  Buffer<T> probs;               // (B, Hl, seq, seq)
   Buffer<T> att;                 // (N, Cl)
   Buffer<T> x2;                  // (n, C) residual after attention
   Buffer<T> ln2_mean, ln2_rstd;  // (n)
@@ -68,7 +68,7 @@ class Block {
 
   Block(const Config& c, const TensorParallel& tp, int B)
       : tp_(tp),
-        S_(c.seq),
+        seq_(c.seq),
         B_(B),
         C_(c.hidden),
         Cl_(c.hidden / tp.size()),
@@ -82,7 +82,7 @@ class Block {
     mlp_proj_ = {4 * Cl_, C_};
   }
 
-  int rows() const { return S_ * B_; }
+  int rows() const { return seq_ * B_; }
   int local_rows() const { return tp_.local_rows(rows()); }
   // Elements of the residual stream a block takes and gives: (n, C).
   std::size_t activation_size() const { return std::size_t(local_rows()) * C_; }
@@ -95,7 +95,7 @@ class Block {
       b.allocate(MemoryKind::activations, size, Fill::none);
     };
     act(a.ln1_mean, n), act(a.ln1_rstd, n), act(a.ln1, N * C_), act(a.qkv, N * 3 * Cl_);
-    act(a.probs, std::size_t(B_) * Hl_ * S_ * S_), act(a.att, N * Cl_), act(a.x2, n * C_);
+    act(a.probs, std::size_t(B_) * Hl_ * seq_ * seq_), act(a.att, N * Cl_), act(a.x2, n * C_);
     act(a.ln2_mean, n), act(a.ln2_rstd, n), act(a.ln2, N * C_), act(a.fc, N * 4 * Cl_);
     act(a.act, N * 4 * Cl_);
     Buffer<T> ln_local(MemoryKind::buffers, tp_.sequence_parallel ? n * C_ : 0);
@@ -108,7 +108,7 @@ class Block {
                           w + offset_[kLn1W], w + offset_[kLn1B], n, C_);
     qkv_.forward(tp_, a.qkv.data(), ln_out1, a.ln1.data(), w + offset_[kQkvW], w + offset_[kQkvB],
                  N);
-    nn::attention_forward(a.att.data(), a.probs.data(), a.qkv.data(), B_, S_, Hl_, D_);
+    nn::attention_forward(a.att.data(), a.probs.data(), a.qkv.data(), B_, seq_, Hl_, D_);
     proj_.forward(tp_, y.data(), y_partial.data(), a.att.data(), w + offset_[kAttnProjW],
                   w + offset_[kAttnProjB], N);
     add(a.x2.data(), a.x.data(), y.data(), n * C_);
@@ -170,7 +170,7 @@ class Block {
     proj_.backward(tp_, d_att.data(), G(kAttnProjW), G(kAttnProjB), d.dx2.data(), dy_attn,
                    a.att.data(), W(kAttnProjW), N, part);
     if (in)
-      nn::attention_backward(d.d_qkv.data(), d_att.data(), a.qkv.data(), a.probs.data(), B_, S_,
+      nn::attention_backward(d.d_qkv.data(), d_att.data(), a.qkv.data(), a.probs.data(), B_, seq_,
                              Hl_, D_);
     qkv_.backward(tp_, dln.data(), sp ? dln_full.data() : dln.data(), G(kQkvW), G(kQkvB),
                   d.d_qkv.data(), a.ln1.data(), W(kQkvW), N, part);
@@ -187,7 +187,7 @@ class Block {
   }
 
   const TensorParallel& tp_;
-  int S_, B_, C_, Cl_, Hl_, D_;
+  int seq_, B_, C_, Cl_, Hl_, D_;
   std::array<std::size_t, kBlockParams> offset_{};
   ColumnParallelLinear<T> qkv_, fc_;
   RowParallelLinear<T> proj_, mlp_proj_;

@@ -7,7 +7,7 @@
 // QKV and gate/up are column-parallel, o and down row-parallel (Megatron-LM §3): one TP
 // all-reduce per half in forward and one in backward; with sequence parallelism an all-gather
 // and a reduce-scatter instead, and x, x2 are this rank's sequence shard. No biases.
-// Sizes: S tokens per sequence, B sequences, N = S*B rows, n = tp.local_rows(N) rows in the
+// Sizes: seq tokens per sequence, B sequences, N = seq*B rows, n = tp.local_rows(N) rows in the
 // norm/residual regions, C hidden, Hl = H/t query heads and KVl = KV/t key/value heads of D on
 // this rank, packed qkv rows of Wd = (Hl + 2 KVl) D, Fl = F/t MLP columns.
 #pragma once
@@ -32,7 +32,7 @@ struct BlockActivations {
   Buffer<T> rstd1;    // (n) RMSNorm1's 1/rms
   Buffer<T> norm1;    // (N, C) RMSNorm1's output as QKV saw it (gathered under SP)
   Buffer<T> qkv;      // (N, Wd) q, k rotated by RoPE, v
-  Buffer<T> probs;    // (B, Hl, S, S)
+  Buffer<T> probs;    // (B, Hl, seq, seq)
   Buffer<T> att;      // (N, Hl D)
   Buffer<T> x2;       // (n, C) residual after attention
   Buffer<T> rstd2;    // (n)
@@ -65,7 +65,7 @@ class Block {
 
   Block(const Config& c, const TensorParallel& tp, int B)
       : tp_(tp),
-        S_(c.seq),
+        seq_(c.seq),
         B_(B),
         C_(c.hidden),
         Hl_(c.heads / tp.size()),
@@ -82,7 +82,7 @@ class Block {
     down_ = {Fl_, C_};
   }
 
-  int rows() const { return S_ * B_; }
+  int rows() const { return seq_ * B_; }
   int local_rows() const { return tp_.local_rows(rows()); }
   // Elements of the residual stream a block takes and gives: (n, C).
   std::size_t activation_size() const { return std::size_t(local_rows()) * C_; }
@@ -94,7 +94,7 @@ class Block {
       b.allocate(MemoryKind::activations, size, Fill::none);
     };
     act(a.rstd1, n), act(a.norm1, N * C_), act(a.qkv, N * Wd);
-    act(a.probs, std::size_t(B_) * Hl_ * S_ * S_), act(a.att, N * Hl_ * D_), act(a.x2, n * C_);
+    act(a.probs, std::size_t(B_) * Hl_ * seq_ * seq_), act(a.att, N * Hl_ * D_), act(a.x2, n * C_);
     act(a.rstd2, n), act(a.norm2, N * C_), act(a.gate_up, N * 2 * Fl_), act(a.act, N * Fl_);
     Buffer<T> norm_local(MemoryKind::buffers, tp_.sequence_parallel ? n * C_ : 0);
     Buffer<T> y_partial(MemoryKind::buffers, N * C_), y(MemoryKind::buffers, n * C_);
@@ -106,7 +106,7 @@ class Block {
                         eps_);
     qkv_.forward(tp_, a.qkv.data(), norm_out1, a.norm1.data(), qkv_weights(w), int(N));
     nn::rope_forward(a.qkv.data(), rope_, int(N), B_, Hl_ + KVl_, int(Wd));  // q and k
-    nn::attention_forward(a.att.data(), a.probs.data(), a.qkv.data(), B_, S_, Hl_, KVl_, D_);
+    nn::attention_forward(a.att.data(), a.probs.data(), a.qkv.data(), B_, seq_, Hl_, KVl_, D_);
     o_.forward(tp_, y.data(), y_partial.data(), a.att.data(), w + offset_[kO], nullptr, int(N));
     add(a.x2.data(), a.x.data(), y.data(), n * C_);
     // MLP half
@@ -161,7 +161,7 @@ class Block {
     o_.backward(tp_, d_att.data(), G(kO), nullptr, d.dx2.data(), d.dy_attn.data(), a.att.data(),
                 W(kO), int(N), part);
     if (in) {
-      nn::attention_backward(d.d_qkv.data(), d_att.data(), a.qkv.data(), a.probs.data(), B_, S_,
+      nn::attention_backward(d.d_qkv.data(), d_att.data(), a.qkv.data(), a.probs.data(), B_, seq_,
                              Hl_, KVl_, D_);
       nn::rope_backward(d.d_qkv.data(), rope_, int(N), B_, Hl_ + KVl_, int(Wd));
     }
@@ -183,7 +183,7 @@ class Block {
   }
 
   const TensorParallel& tp_;
-  int S_, B_, C_, Hl_, KVl_, D_, Fl_;
+  int seq_, B_, C_, Hl_, KVl_, D_, Fl_;
   T eps_;
   nn::RopeTable<T> rope_;
   std::array<std::size_t, kBlockParams> offset_{};
