@@ -213,13 +213,16 @@ inline std::vector<Gemm> linear_forward_gemms(const char* name, int N, int I, in
 inline std::vector<Gemm> linear_backward_gemms(const char* name, int N, int I, int O) {
   return {{name, N, I, O, false, true}, {name, I, O, N, true, false}};
 }
-// Causal attention of `pairs` (sequence, head) pairs of S tokens and head size D. Causal
-// blocks as nn/attention.hpp computes them: row block [r, r + kRows) against columns [0, seen)
-// (forward Q K^T, P V; backward dP = dO V^T, dQ = dS K) and column block [c, c + kRows) against
-// rows [c, S) (dV = P^T dO, dK = dS^T Q). causal = false: full S x S blocks, as eq. (3) counts.
+// Causal attention of `pairs` (sequence, head) pairs of S tokens and head size D, as a GEMM-based
+// attention computes it: row blocks [r, r + kCausalRows) against columns [0, r + kCausalRows)
+// (forward Q K^T, P V; backward dP = dO V^T, dQ = dS K) and column blocks [c, c + kCausalRows)
+// against rows [c, S) (dV = P^T dO, dK = dS^T Q): no block above the diagonal. nn/attention.hpp's
+// fused kernel computes a little less (tiles of 4 rows, columns rounded up to 16). causal =
+// false: full S x S blocks, as eq. (3) counts.
+inline constexpr int kCausalRows = 32;
 inline std::vector<Gemm> attention_forward_gemms(int pairs, int S, int D, bool causal = true) {
   std::vector<Gemm> g;
-  const int step = causal ? nn::attention_detail::kRows : S;
+  const int step = causal ? kCausalRows : S;
   for (int r = 0; r < S; r += step) {
     const int rows = std::min(S, r + step) - r, seen = causal ? r + rows : S;
     g.push_back({"attention", rows, seen, D, false, true, pairs});
@@ -229,7 +232,7 @@ inline std::vector<Gemm> attention_forward_gemms(int pairs, int S, int D, bool c
 }
 inline std::vector<Gemm> attention_backward_gemms(int pairs, int S, int D, bool causal = true) {
   std::vector<Gemm> g;
-  const int step = causal ? nn::attention_detail::kRows : S;
+  const int step = causal ? kCausalRows : S;
   for (int r = 0; r < S; r += step) {
     const int rows = std::min(S, r + step) - r, seen = causal ? r + rows : S;
     const int below = causal ? S - r : S;  // rows [r, S) for column block r
