@@ -213,14 +213,16 @@ inline std::vector<Gemm> linear_forward_gemms(const char* name, int N, int I, in
 inline std::vector<Gemm> linear_backward_gemms(const char* name, int N, int I, int O) {
   return {{name, N, I, O, false, true}, {name, I, O, N, true, false}};
 }
-// Causal attention of `pairs` (sequence, head) pairs of seq tokens and head size D. Causal
-// blocks as nn/attention.hpp computes them: row block [r, r + kRows) against columns [0, seen)
-// (forward Q K^T, P V; backward dP = dO V^T, dQ = dS K) and column block [c, c + kRows) against
-// rows [c, seq) (dV = P^T dO, dK = dS^T Q). causal = false: full seq x seq blocks, as eq. (3)
-// counts.
+// Causal attention of `pairs` (sequence, head) pairs of seq tokens and head size D, as a GEMM-based
+// attention computes it: row blocks [r, r + kCausalRows) against columns [0, r + kCausalRows)
+// (forward Q K^T, P V; backward dP = dO V^T, dQ = dS K) and column blocks [c, c + kCausalRows)
+// against rows [c, seq) (dV = P^T dO, dK = dS^T Q): no block above the diagonal. nn/attention.hpp's
+// fused kernel computes a little less (tiles of 4 rows, columns rounded up to 16). causal =
+// false: full seq x seq blocks, as eq. (3) counts.
+inline constexpr int kCausalRows = 32;
 inline std::vector<Gemm> attention_forward_gemms(int pairs, int seq, int D, bool causal = true) {
   std::vector<Gemm> g;
-  const int step = causal ? nn::attention_detail::kRows : seq;
+  const int step = causal ? kCausalRows : seq;
   for (int r = 0; r < seq; r += step) {
     const int rows = std::min(seq, r + step) - r, seen = causal ? r + rows : seq;
     g.push_back({"attention", rows, seen, D, false, true, pairs});
@@ -230,7 +232,7 @@ inline std::vector<Gemm> attention_forward_gemms(int pairs, int seq, int D, bool
 }
 inline std::vector<Gemm> attention_backward_gemms(int pairs, int seq, int D, bool causal = true) {
   std::vector<Gemm> g;
-  const int step = causal ? nn::attention_detail::kRows : seq;
+  const int step = causal ? kCausalRows : seq;
   for (int r = 0; r < seq; r += step) {
     const int rows = std::min(seq, r + step) - r, seen = causal ? r + rows : seq;
     const int below = causal ? seq - r : seq;  // rows [r, seq) for column block r
@@ -253,7 +255,7 @@ inline std::vector<Gemm> head_backward_gemms(int N, int C, int V) {
 // Every product of one single-process training step on N rows (N / seq sequences); attention
 // in causal blocks as trident computes it, or (causal = false) in full blocks, as eq. (3) counts.
 inline std::vector<Gemm> step_gemms(const gpt2::Config& c, int N, bool causal = true) {
-  const int C = c.hidden, S = c.seq, pairs = N / S * c.heads, D = c.head_size();
+  const int C = c.hidden, seq = c.seq, pairs = N / seq * c.heads, D = c.head_size();
   std::vector<Gemm> all;
   auto add = [&](std::vector<Gemm> g, int times) {
     for (Gemm& x : g) x.count *= times;
@@ -265,8 +267,8 @@ inline std::vector<Gemm> step_gemms(const gpt2::Config& c, int N, bool causal = 
     add(f("FC", N, C, 4 * C), c.layers);
     add(f("MLP proj", N, 4 * C, C), c.layers);
   }
-  add(attention_forward_gemms(pairs, S, D, causal), c.layers);
-  add(attention_backward_gemms(pairs, S, D, causal), c.layers);
+  add(attention_forward_gemms(pairs, seq, D, causal), c.layers);
+  add(attention_backward_gemms(pairs, seq, D, causal), c.layers);
   add(head_forward_gemms(N, C, c.vocab), 1);
   add(head_backward_gemms(N, C, c.vocab), 1);
   return all;
