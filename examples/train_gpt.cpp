@@ -37,16 +37,23 @@ struct Flags {
   InferenceFlags inference;  // --eval-every, --sample, ...
 };
 
-// Runs the whole training with compute type T and storage type S.
-template <class T, class S>
-int train(const Comm& world, Flags& f, TokenSource data,
-          const std::optional<TokenSource>& held_out) {
-  gpt2::Trainer<T, S> t(world, f.o, data);
-  const Mesh<>& mesh = t.mesh();
-  warn_if_tp_spans_nodes(mesh);
+// What the training loop records: every step's loss, the held-out losses, the skipped steps and
+// the measured steps (all but the first, which warms up).
+struct History {
+  int first = 0, last = 0;                 // steps [first, last) run by this process
+  std::vector<double> losses, val_losses;  // val_losses[k]: held-out, after val_steps[k] steps
+  std::vector<int> val_steps;
+  std::vector<int> skipped;  // steps skipped for a non-finite loss or gradient norm
+  std::vector<StepResult> measured;
+};
+
+// --init, then --resume (a directory with no checkpoint yet is a fresh start: every slice of a
+// job cut by a scheduler runs the same command); prints the run's header line.
+template <class Trainer>
+void start(const Comm& world, Trainer& t, const Flags& f, const TokenSource& data) {
+  warn_if_tp_spans_nodes(t.mesh());
   if (!f.init.empty()) load_weights(t, f.init);
-  if (f.resuming) {  // a directory with no checkpoint yet: a fresh start (every slice of a job
-                     // cut by a scheduler runs the same command)
+  if (f.resuming) {
     const std::string from = resume_training(t, f.resume.empty() ? f.checkpoint_dir : f.resume,
                                              /*fresh_if_none=*/f.resume.empty());
     if (world.rank() == 0)
@@ -59,43 +66,40 @@ int train(const Comm& world, Flags& f, TokenSource data,
     std::printf(
         "trident train_gpt: %s | %lld parameters (L=%d C=%d H=%d V=%d T=%d) | batch %d x "
         "%d tokens, %d microbatches | %s%s, ZeRO-%d, %s/%s | data %s\n",
-        mesh.to_string().c_str(), o.model.parameter_count(), o.model.layers, o.model.hidden,
+        t.mesh().to_string().c_str(), o.model.parameter_count(), o.model.layers, o.model.hidden,
         o.model.heads, o.model.vocab, o.model.seq, o.batch, o.model.seq, o.microbatches,
         pp::to_string(o.schedule), o.sequence_parallel ? ", SP" : "", o.zero.stage,
         f.run.dtype.c_str(), f.run.precision.c_str(), data.name().c_str());
-  std::vector<double> losses, val_losses;  // val_losses[k]: held-out, after val_steps[k] steps
-  std::vector<int> val_steps;
-  std::vector<int> skipped;  // steps skipped for a non-finite loss or gradient norm
-  std::vector<StepResult> measured;
-  const double tokens = double(o.batch) * o.model.seq;
+}
+
+// Steps h.first..h.last-1: a progress line per --log-every, the held-out loss per --eval-every,
+// a checkpoint per --save-every.
+template <class Trainer>
+void run_steps(const Comm& world, Trainer& t, const Flags& f, TokenSource& data,
+               const std::optional<TokenSource>& held_out, History& h) {
+  const double tokens = double(t.options().batch) * t.options().model.seq;
   double elapsed = 0;
-  const int first = t.steps_done(),
-            last = f.stop_after > 0 ? std::min(f.stop_after, f.run.steps) : f.run.steps;
-  if (first >= last) {
-    if (world.rank() == 0) std::printf("nothing to run: at step %d of %d\n", first, last);
-    return 0;
-  }
-  for (int s = first; s < last; ++s) {
-    if (s == first + 1) {  // the first step warms up; the report measures the others
+  for (int s = h.first; s < h.last; ++s) {
+    if (s == h.first + 1) {  // the first step warms up; the report measures the others
       comm_stats().reset();
       memory_stats().reset_peaks();
     }
     StepResult r = (s == 0 && !f.dump_grads.empty())
                        ? dump_gradients_and_step(t, data, f.dump_grads)
                        : t.step();
-    losses.push_back(r.loss);
-    if (r.skipped) skipped.push_back(s);
+    h.losses.push_back(r.loss);
+    if (r.skipped) h.skipped.push_back(s);
     elapsed += r.seconds;
-    if (s > first) measured.push_back(r);
-    if (world.rank() == 0 && (s % f.run.log_every == 0 || s == last - 1))
+    if (s > h.first) h.measured.push_back(r);
+    if (world.rank() == 0 && (s % f.run.log_every == 0 || s == h.last - 1))
       print_step(s, r, tokens, elapsed);
     const int every = f.inference.eval_every;
-    if (every > 0 && ((s + 1) % every == 0 || s == last - 1)) {
-      val_losses.push_back(evaluate(t, *held_out, f.inference.eval_batches));
-      val_steps.push_back(t.steps_done());
+    if (every > 0 && ((s + 1) % every == 0 || s == h.last - 1)) {
+      h.val_losses.push_back(evaluate(t, *held_out, f.inference.eval_batches));
+      h.val_steps.push_back(t.steps_done());
       if (world.rank() == 0)
         std::printf("step %5d | val loss %.6f (held-out tail, %d x %d tokens)\n", s,
-                    val_losses.back(), f.inference.eval_batches, int(tokens));
+                    h.val_losses.back(), f.inference.eval_batches, int(tokens));
     }
     std::fflush(stdout);
     if (f.save_every > 0 && t.steps_done() % f.save_every == 0) {
@@ -104,76 +108,113 @@ int train(const Comm& world, Flags& f, TokenSource data,
         std::printf("checkpoint %s (after %d steps)\n", path.c_str(), t.steps_done());
     }
   }
-  // the first step warms up: a run of one step has no measured throughput (NaN, printed n/a)
-  double seconds = 0;
-  for (const StepResult& r : measured) seconds += r.seconds;
-  const double tokens_per_s = measured.empty() ? std::nan("") : measured.size() * tokens / seconds;
-  const RunReport report = make_report(t, measured);
-  if (!f.save.empty()) save_weights(t, f.save);
-  const std::vector<std::int32_t> sampled =
-      f.inference.sample.tokens > 0 ? sample(t, prompt_tokens(f.inference), f.inference.sample)
-                                    : std::vector<std::int32_t>{};
-  // the timeline of the last step: every rank's spans, gathered on rank 0
+}
+
+// The timeline of the last measured step: every rank's intervals, gathered on rank 0.
+pp::Timeline gather_timeline(const Comm& world, const std::vector<StepResult>& measured) {
   pp::Timeline timeline{world.size(), {}};
-  {
-    std::vector<double> mine;
-    for (const pp::Interval& sp :
-         measured.empty() ? std::vector<pp::Interval>{} : measured.back().intervals)
-      mine.insert(mine.end(), {double(world.rank()), double(int(sp.kind)), double(sp.microbatch),
-                               double(sp.chunk), sp.begin, sp.end});
-    const int count = static_cast<int>(mine.size());
-    std::vector<int> counts(world.size());
-    world.all_gather(Span<const int>(&count, 1), Span<int>(counts));
-    const int most = *std::max_element(counts.begin(), counts.end());
-    mine.resize(most, -1.0);
-    std::vector<double> all(std::size_t(most) * world.size());
-    world.all_gather(Span<const double>(mine), Span<double>(all));
-    for (std::size_t k = 0; k + 6 <= all.size(); k += 6)
-      if (all[k] >= 0)
-        timeline.intervals.push_back({int(all[k]), pp::IntervalKind(int(all[k + 1])),
-                                      int(all[k + 2]), int(all[k + 3]), all[k + 4], all[k + 5]});
-  }
-  if (world.rank() != 0) return 0;
+  std::vector<double> mine;  // 6 numbers per interval
+  for (const pp::Interval& sp :
+       measured.empty() ? std::vector<pp::Interval>{} : measured.back().intervals)
+    mine.insert(mine.end(), {double(world.rank()), double(int(sp.kind)), double(sp.microbatch),
+                             double(sp.chunk), sp.begin, sp.end});
+  const int count = static_cast<int>(mine.size());
+  std::vector<int> counts(world.size());
+  world.all_gather(Span<const int>(&count, 1), Span<int>(counts));
+  const int most = *std::max_element(counts.begin(), counts.end());
+  mine.resize(most, -1.0);
+  std::vector<double> all(std::size_t(most) * world.size());
+  world.all_gather(Span<const double>(mine), Span<double>(all));
+  for (std::size_t k = 0; k + 6 <= all.size(); k += 6)
+    if (all[k] >= 0)
+      timeline.intervals.push_back({int(all[k]), pp::IntervalKind(int(all[k + 1])), int(all[k + 2]),
+                                    int(all[k + 3]), all[k + 4], all[k + 5]});
+  return timeline;
+}
+
+// Rank 0's closing lines: losses and throughput, skipped steps, the report, the sample.
+template <class Trainer>
+void print_closing(const Trainer& t, const Flags& f, const History& h, double tokens_per_s,
+                   const RunReport& report, const std::vector<std::int32_t>& sampled) {
+  const gpt2::Options& o = t.options();
   char throughput[64] = "n/a tokens/s (one step, which warms up)";
-  if (!measured.empty())
+  if (!h.measured.empty())
     std::snprintf(throughput, sizeof throughput, "%.0f tokens/s (steps %d..%d)", tokens_per_s,
-                  first + 1, last - 1);
-  std::printf("\n%d steps: loss %.4f -> %.4f | %s | %s\n", last - first, losses.front(),
-              losses.back(), throughput, mesh.to_string().c_str());
-  if (!skipped.empty()) {
-    std::printf("skipped %zu step(s) with a non-finite loss or gradient norm:", skipped.size());
-    for (int s : skipped) std::printf(" %d", s);
+                  h.first + 1, h.last - 1);
+  std::printf("\n%d steps: loss %.4f -> %.4f | %s | %s\n", h.last - h.first, h.losses.front(),
+              h.losses.back(), throughput, t.mesh().to_string().c_str());
+  if (!h.skipped.empty()) {
+    std::printf("skipped %zu step(s) with a non-finite loss or gradient norm:", h.skipped.size());
+    for (int s : h.skipped) std::printf(" %d", s);
     std::printf("\n");
   }
   print_report(report, t.model(), o);
-  const std::string text = tokens_as_text(sampled, o.model.vocab);
   if (!sampled.empty())
     std::printf(
         "\nsample (%zu tokens after the prompt, temperature %g, top-k %d, seed %llu):\n%s%s\n",
         sampled.size(), f.inference.sample.temperature, f.inference.sample.top_k,
         static_cast<unsigned long long>(f.inference.sample.seed), f.inference.prompt.c_str(),
-        text.c_str());
+        tokens_as_text(sampled, o.model.vocab).c_str());
+}
+
+// Rank 0's files: --trace, --svg, --json.
+template <class Trainer>
+void write_outputs(const Comm& world, const Trainer& t, const Flags& f, const TokenSource& data,
+                   const History& h, double tokens_per_s, const RunReport& report,
+                   const std::vector<std::int32_t>& sampled) {
+  const gpt2::Options& o = t.options();
+  const pp::Timeline timeline = gather_timeline(world, h.measured);  // collective: every rank
+  if (world.rank() != 0) return;
   std::vector<std::string> names;
   for (int r = 0; r < world.size(); ++r) names.push_back("rank " + std::to_string(r));
   if (!f.trace.empty()) pp::write_chrome_trace(f.trace, timeline, names);
   if (!f.svg.empty())
-    pp::write_timeline_svg(f.svg, timeline, "train_gpt, last step, " + mesh.to_string(), "rank");
-  if (!f.run.json.empty()) {
-    nlohmann::json j =
-        run_json(o, f.run, data.name(), losses, first, tokens_per_s, skipped, report);
-    j["config"].update({{"vocab", o.model.vocab},
-                        {"seq", o.model.seq},
-                        {"layers", o.model.layers},
-                        {"hidden", o.model.hidden},
-                        {"heads", o.model.heads},
-                        {"seed", o.model.seed}});
-    j["param_count"] = o.model.parameter_count();
-    j["val_steps"] = val_steps;  // val_losses[k]: the held-out loss after val_steps[k] steps
-    j["val_losses"] = val_losses;
-    j["sample_tokens"] = sampled;
-    j["sample"] = text;
-    write_json(f.run.json, j);
+    pp::write_timeline_svg(f.svg, timeline, "train_gpt, last step, " + t.mesh().to_string(),
+                           "rank");
+  if (f.run.json.empty()) return;
+  nlohmann::json j =
+      run_json(o, f.run, data.name(), h.losses, h.first, tokens_per_s, h.skipped, report);
+  j["config"].update({{"vocab", o.model.vocab},
+                      {"seq", o.model.seq},
+                      {"layers", o.model.layers},
+                      {"hidden", o.model.hidden},
+                      {"heads", o.model.heads},
+                      {"seed", o.model.seed}});
+  j["param_count"] = o.model.parameter_count();
+  j["val_steps"] = h.val_steps;  // val_losses[k]: the held-out loss after val_steps[k] steps
+  j["val_losses"] = h.val_losses;
+  j["sample_tokens"] = sampled;
+  j["sample"] = tokens_as_text(sampled, o.model.vocab);
+  write_json(f.run.json, j);
+}
+
+// Runs the whole training with compute type T and storage type S.
+template <class T, class S>
+int train(const Comm& world, Flags& f, TokenSource data,
+          const std::optional<TokenSource>& held_out) {
+  gpt2::Trainer<T, S> t(world, f.o, data);
+  start(world, t, f, data);
+  History h;
+  h.first = t.steps_done();
+  h.last = f.stop_after > 0 ? std::min(f.stop_after, f.run.steps) : f.run.steps;
+  if (h.first >= h.last) {
+    if (world.rank() == 0) std::printf("nothing to run: at step %d of %d\n", h.first, h.last);
+    return 0;
   }
+  run_steps(world, t, f, data, held_out, h);
+  // the first step warms up: a run of one step has no measured throughput (NaN, printed n/a)
+  double seconds = 0;
+  for (const StepResult& r : h.measured) seconds += r.seconds;
+  const double tokens = double(t.options().batch) * t.options().model.seq;
+  const double tokens_per_s =
+      h.measured.empty() ? std::nan("") : h.measured.size() * tokens / seconds;
+  const RunReport report = make_report(t, h.measured);
+  if (!f.save.empty()) save_weights(t, f.save);
+  const std::vector<std::int32_t> sampled =
+      f.inference.sample.tokens > 0 ? sample(t, prompt_tokens(f.inference), f.inference.sample)
+                                    : std::vector<std::int32_t>{};
+  if (world.rank() == 0) print_closing(t, f, h, tokens_per_s, report, sampled);
+  write_outputs(world, t, f, data, h, tokens_per_s, report, sampled);
   return 0;
 }
 

@@ -164,6 +164,43 @@ TEST_CASE("swiglu: side by side [a | b] and in two buffers, backward against FD,
   check_swiglu(2, int(nn::kChunk) + 5);
 }
 
+// Grouped-query attention (B = 2, H = 4, D = 3) equals multi-head attention with each K, V head
+// copied to its group's query heads: the same forward and dQ, and dK, dV the sums over each group
+// (to rounding: the order of a product's sums may depend on its buffers' alignment).
+void check_gqa_as_mha(int seq, int KV, const Vec& qkv, const Vec& out, const Vec& probs,
+                      const Vec& R, const Vec& dqkv) {
+  const int B = 2, H = 4, D = 3, W = (H + 2 * KV) * D, group = H / KV;
+  const int Wm = 3 * H * D;
+  Vec mha(seq * B * Wm);
+  for (int r = 0; r < seq * B; ++r)
+    for (int h = 0; h < H; ++h)
+      for (int d = 0; d < D; ++d) {
+        mha[r * Wm + h * D + d] = qkv[r * W + h * D + d];
+        mha[r * Wm + (H + h) * D + d] = qkv[r * W + (H + h / group) * D + d];
+        mha[r * Wm + (2 * H + h) * D + d] = qkv[r * W + (H + KV + h / group) * D + d];
+      }
+  Vec out_m(out.size()), probs_m(probs.size(), kGarbage), dmha(mha.size(), kGarbage);
+  nn::attention_forward(out_m.data(), probs_m.data(), mha.data(), B, seq, H, D);
+  CHECK(max_abs_diff(out_m, out) < 1e-14);
+  CHECK(max_abs_diff(probs_m, probs) < 1e-14);
+  nn::attention_backward(dmha.data(), R.data(), mha.data(), probs_m.data(), B, seq, H, D);
+  double err_q = 0, err_kv = 0;
+  for (int r = 0; r < seq * B; ++r)
+    for (int d = 0; d < D; ++d) {
+      for (int h = 0; h < H; ++h)
+        err_q = std::max(err_q, std::abs(dmha[r * Wm + h * D + d] - dqkv[r * W + h * D + d]));
+      for (int g = 0; g < KV; ++g) {
+        double dk = 0, dv = 0;
+        for (int h = g * group; h < (g + 1) * group; ++h)
+          dk += dmha[r * Wm + (H + h) * D + d], dv += dmha[r * Wm + (2 * H + h) * D + d];
+        err_kv = std::max({err_kv, std::abs(dk - dqkv[r * W + (H + g) * D + d]),
+                           std::abs(dv - dqkv[r * W + (H + KV + g) * D + d])});
+      }
+    }
+  CHECK(err_q < 1e-14);
+  CHECK(err_kv < 1e-13);
+}
+
 // Grouped-query attention over seq tokens, H = 4 query heads and KV key/value heads: probabilities
 // and output against loops (query head h reads K, V head h / (H / KV)), backward against FD.
 void check_gqa(int seq, int KV) {
@@ -214,38 +251,7 @@ void check_gqa(int seq, int KV) {
   };
   CHECK(gradient_error(qkv, dqkv, L, 400) < kTolerance);  // every element up to 400, else 400
 
-  // The same as multi-head attention with each K, V head copied to its group's query heads:
-  // the same forward and dQ, and dK, dV the sums over each group (to rounding: the order of a
-  // product's sums may depend on its buffers' alignment).
-  const int Wm = 3 * H * D;
-  Vec mha(seq * B * Wm);
-  for (int r = 0; r < seq * B; ++r)
-    for (int h = 0; h < H; ++h)
-      for (int d = 0; d < D; ++d) {
-        mha[r * Wm + h * D + d] = qkv[r * W + h * D + d];
-        mha[r * Wm + (H + h) * D + d] = qkv[r * W + (H + h / group) * D + d];
-        mha[r * Wm + (2 * H + h) * D + d] = qkv[r * W + (H + KV + h / group) * D + d];
-      }
-  Vec out_m(out.size()), probs_m(probs.size(), kGarbage), dmha(mha.size(), kGarbage);
-  nn::attention_forward(out_m.data(), probs_m.data(), mha.data(), B, seq, H, D);
-  CHECK(max_abs_diff(out_m, out) < 1e-14);
-  CHECK(max_abs_diff(probs_m, probs) < 1e-14);
-  nn::attention_backward(dmha.data(), R.data(), mha.data(), probs_m.data(), B, seq, H, D);
-  double err_q = 0, err_kv = 0;
-  for (int r = 0; r < seq * B; ++r)
-    for (int d = 0; d < D; ++d) {
-      for (int h = 0; h < H; ++h)
-        err_q = std::max(err_q, std::abs(dmha[r * Wm + h * D + d] - dqkv[r * W + h * D + d]));
-      for (int g = 0; g < KV; ++g) {
-        double dk = 0, dv = 0;
-        for (int h = g * group; h < (g + 1) * group; ++h)
-          dk += dmha[r * Wm + (H + h) * D + d], dv += dmha[r * Wm + (2 * H + h) * D + d];
-        err_kv = std::max({err_kv, std::abs(dk - dqkv[r * W + (H + g) * D + d]),
-                           std::abs(dv - dqkv[r * W + (H + KV + g) * D + d])});
-      }
-    }
-  CHECK(err_q < 1e-14);
-  CHECK(err_kv < 1e-13);
+  check_gqa_as_mha(seq, KV, qkv, out, probs, R, dqkv);
 }
 
 // seq = 5: single query rows; seq = 40: tiles of 8 rows (nn::attention_detail::kTile), rows ending
