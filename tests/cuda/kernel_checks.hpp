@@ -59,13 +59,13 @@ inline double relative_error(const Vec& a, const Vec& b) {
 template <class B, class T>
 backend::DeviceBuffer<T, B> on_device(const std::vector<T>& host) {
   backend::DeviceBuffer<T, B> d(MemoryKind::activations, host.size(), Fill::none);
-  d.upload(host.data());
+  backend::upload(d, host.data());
   return d;
 }
 template <class B, class T>
 std::vector<T> on_host(const backend::DeviceBuffer<T, B>& d) {
   std::vector<T> host(d.size());
-  d.download(host.data());
+  backend::download(d, host.data());
   B::synchronize();
   return host;
 }

@@ -156,17 +156,33 @@ inline std::size_t peak_resident_bytes() {
 // the output of an all-gather).
 enum class Fill { zero, none };
 
-// A counted, zero-initialised (unless Fill::none), 64-byte aligned, contiguous array of T.
-// Move-only; reset() frees it (into detail::BlockCache).
-template <class T>
-class Buffer {
+namespace detail {
+// Where a Buffer's bytes live: the host, through the BlockCache (64-byte aligned). A device
+// backend (backend/cpu/cpu.hpp, backend/cuda/cuda.cuh) is another Memory with the same three
+// calls and kHostMemory false.
+struct HostMemory {
+  static constexpr bool kHostMemory = true;
+  static void* allocate(std::size_t bytes) { return BlockCache::instance().take(bytes); }
+  static void release(void* p, std::size_t bytes) { BlockCache::instance().give(p, bytes); }
+  static void zero(void* p, std::size_t bytes) { std::memset(p, 0, bytes); }
+};
+}  // namespace detail
+
+// A counted, zero-initialised (unless Fill::none), contiguous array of T in Memory's bytes: its
+// live bytes are added to memory_stats() under its kind, whatever the memory, so the ZeRO
+// accounting reads the same numbers on every backend. Move-only; reset() frees it (into the
+// memory's cache). Element access (operator[], fill) only where the bytes are host memory.
+template <class T, class Memory = detail::HostMemory>
+class BasicBuffer {
   static_assert(std::is_trivially_copyable_v<T>, "Buffer holds plain numbers");
 
  public:
-  Buffer() = default;
-  Buffer(MemoryKind kind, std::size_t size, Fill fill = Fill::zero) { allocate(kind, size, fill); }
-  Buffer(Buffer&& o) noexcept { *this = std::move(o); }
-  Buffer& operator=(Buffer&& o) noexcept {
+  BasicBuffer() = default;
+  BasicBuffer(MemoryKind kind, std::size_t size, Fill fill = Fill::zero) {
+    allocate(kind, size, fill);
+  }
+  BasicBuffer(BasicBuffer&& o) noexcept { *this = std::move(o); }
+  BasicBuffer& operator=(BasicBuffer&& o) noexcept {
     if (this != &o) {
       reset();
       data_ = std::exchange(o.data_, nullptr);
@@ -175,14 +191,14 @@ class Buffer {
     }
     return *this;
   }
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  ~Buffer() { reset(); }
+  BasicBuffer(const BasicBuffer&) = delete;
+  BasicBuffer& operator=(const BasicBuffer&) = delete;
+  ~BasicBuffer() { reset(); }
 
   void allocate(MemoryKind kind, std::size_t size, Fill fill = Fill::zero) {
     reset();
-    data_ = static_cast<T*>(detail::BlockCache::instance().take(size * sizeof(T)));
-    if (fill == Fill::zero) std::memset(static_cast<void*>(data_), 0, size * sizeof(T));
+    data_ = static_cast<T*>(Memory::allocate(size * sizeof(T)));
+    if (fill == Fill::zero) Memory::zero(data_, size * sizeof(T));
     kind_ = kind;
     size_ = size;
     memory_stats().allocate(kind_, bytes());
@@ -190,7 +206,7 @@ class Buffer {
   void reset() {
     if (!data_) return;
     memory_stats().release(kind_, bytes());
-    detail::BlockCache::instance().give(data_, bytes());
+    Memory::release(data_, bytes());
     data_ = nullptr;
     size_ = 0;
   }
@@ -200,9 +216,17 @@ class Buffer {
   std::size_t size() const { return size_; }
   std::size_t bytes() const { return size_ * sizeof(T); }
   bool allocated() const { return data_ != nullptr; }
-  T& operator[](std::size_t i) { return data_[i]; }
-  const T& operator[](std::size_t i) const { return data_[i]; }
+  MemoryKind kind() const { return kind_; }
+  T& operator[](std::size_t i) {
+    static_assert(Memory::kHostMemory, "operator[]: the buffer is in device memory");
+    return data_[i];
+  }
+  const T& operator[](std::size_t i) const {
+    static_assert(Memory::kHostMemory, "operator[]: the buffer is in device memory");
+    return data_[i];
+  }
   void fill(T value) {
+    static_assert(Memory::kHostMemory, "fill: the buffer is in device memory");
     for (std::size_t i = 0; i < size_; ++i) data_[i] = value;
   }
 
@@ -211,5 +235,9 @@ class Buffer {
   std::size_t size_ = 0;
   MemoryKind kind_ = MemoryKind::buffers;
 };
+
+// The host's Buffer: the one every layer, stash and optimizer state of the CPU path holds.
+template <class T>
+using Buffer = BasicBuffer<T>;
 
 }  // namespace trident

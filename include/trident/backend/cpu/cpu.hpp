@@ -20,9 +20,9 @@
 
 namespace trident::backend {
 
-struct Cpu {
+// allocate, release, zero and kHostMemory: the host's Buffer memory (core/memory.hpp).
+struct Cpu : trident::detail::HostMemory {
   static constexpr const char* kName = "cpu";
-  static constexpr bool kHostMemory = true;
 
   template <class Body>
   static void for_each(int n, const Body& body) {
@@ -38,15 +38,6 @@ struct Cpu {
                      cview(B, trans_b ? N : K, trans_b ? K : N, ldb), trans_a, trans_b, beta);
   }
 
-  static void* allocate(std::size_t bytes) {
-    return trident::detail::BlockCache::instance().take(bytes);
-  }
-  static void release(void* p, std::size_t bytes) {
-    trident::detail::BlockCache::instance().give(p, bytes);
-  }
-  static void zero(void* p, std::size_t bytes) {
-    std::memset(p, 0, bytes);
-  }
   static void to_host(void* host, const void* device, std::size_t bytes) {
     std::memcpy(host, device, bytes);
   }
