@@ -35,8 +35,15 @@ case "${1:-}" in
     ;;
   test)
     cmake --build "$build" -j "$jobs"
+    # The CUDA build's tests first (when nvcc is found, else skipped), then the whole suite, so
+    # the suite's summary is the last thing printed; a CUDA failure still fails the command.
+    cuda_status=0
+    sh cmake/cuda_tests.sh "$jobs" || cuda_status=$?
     (cd "$build" && ctest --output-on-failure)
-    sh cmake/cuda_tests.sh "$jobs"  # the CUDA build's tests when nvcc is found (else skipped)
+    if [ "$cuda_status" -ne 0 ]; then
+      echo "quickstart: the CUDA build's tests failed (cmake/cuda_tests.sh, status $cuda_status)" >&2
+      exit "$cuda_status"
+    fi
     ;;
   cluster)
     cmake --build "$build" -j "$jobs" --target train_gpt

@@ -256,9 +256,16 @@ TEST_CASE("a bad file is an Error naming the file and what is wrong, never a cra
   write_file(path, u64_le(std::numeric_limits<std::uint64_t>::max()) + "{}");
   CHECK(error_of([&] { SafetensorsReader r(path); }).find("exceeds the format's limit") !=
         std::string::npos);
+}
 
-  const std::string f32x2 = std::string(8, '\0');  // the data of an F32 tensor of shape [2]
-  const auto ok = [](const std::string& name) { return entry(name, "\"F32\"", "[2]", "[0,8]"); };
+namespace {
+const std::string f32x2 = std::string(8, '\0');  // the data of an F32 tensor of shape [2]
+std::string ok_entry(const std::string& name) { return entry(name, "\"F32\"", "[2]", "[0,8]"); }
+}  // namespace
+
+TEST_CASE("a header that is not the format's JSON object is an Error naming what is wrong") {
+  TempDir tmp;
+  const auto ok = ok_entry;
   check_bad_file(tmp, "{\"a\": ", "", {"the header is not valid JSON"});
   check_bad_file(tmp, "{\"a\\xff\": 1}", "", {"the header is not valid JSON"});
   check_bad_file(tmp, "{\"\xff\": {}}", "", {"the header is not valid JSON"});
@@ -278,6 +285,11 @@ TEST_CASE("a bad file is an Error naming the file and what is wrong, never a cra
                  {"tensor 'a'", "no \"shape\""});
   check_bad_file(tmp, "{\"a\":{\"dtype\":\"F32\",\"shape\":[2]}}", f32x2,
                  {"tensor 'a'", "no \"data_offsets\""});
+}
+
+TEST_CASE("a tensor entry with a bad dtype, shape or data_offsets is an Error naming the tensor") {
+  TempDir tmp;
+  const auto ok = ok_entry;
   check_bad_file(tmp, "{" + entry("a", "4", "[2]", "[0,8]") + "}", f32x2,
                  {"tensor 'a'", "\"dtype\" is not a string"});
   check_bad_file(tmp, "{" + entry("a", "\"F128\"", "[2]", "[0,8]") + "}", f32x2,
