@@ -260,7 +260,9 @@ TEST_CASE("a bad file is an Error naming the file and what is wrong, never a cra
 
 namespace {
 const std::string f32x2 = std::string(8, '\0');  // the data of an F32 tensor of shape [2]
-std::string ok_entry(const std::string& name) { return entry(name, "\"F32\"", "[2]", "[0,8]"); }
+std::string ok_entry(const std::string& name) {
+  return entry(name, "\"F32\"", "[2]", "[0,8]");
+}
 }  // namespace
 
 TEST_CASE("a header that is not the format's JSON object is an Error naming what is wrong") {
