@@ -8,7 +8,7 @@
 //    (2 ranks, small) 0: copy my round in 1: reduce all of it
 //   reduce_scatter  0: copy my round in   1: reduce my shard's piece, straight into the output
 // (A rank never copies in what only it reads: its own part, or its own shard's piece.)
-//   all_gather      0: copy my piece in   1: copy every piece out
+//   all_gather      0: copy my piece in   1: copy every piece out (gather: the root only)
 //   broadcast       0: root copies in     1: the others copy out
 // A buffer is written again 3 phases after it was written, when every rank has passed the two
 // barriers since. The last phase only arrives at its barrier; the next collective on the
@@ -187,21 +187,27 @@ void reduce_scatter(SharedSegment& s, Span<const T> in, Span<T> out, const Waiti
       });
 }
 
-// out <- the shards `in` of all ranks in rank order; in: (n), out: (p * n).
+// out <- the shards `in` of all ranks in rank order; in: (n), out: (p * n), written on `root`
+// only (read nowhere else), or on every rank when root < 0.
 template <class T>
-void all_gather(SharedSegment& s, Span<const T> in, Span<T> out, const Waiting& what) {
+void gather(SharedSegment& s, Span<const T> in, Span<T> out, int root, const Waiting& what) {
   const int p = s.size(), r = s.rank();
   const std::size_t n = in.size(), per_round = s.chunk_bytes() / sizeof(T);
+  const bool receives = root < 0 || r == root;
   detail::pipeline<2>(
       s, detail::ceil_div(n, per_round), what, [&](int stage, std::size_t round, int b) {
         const std::size_t off = round * per_round, len = std::min(per_round, n - off);
         if (stage == 0) {
           std::memcpy(s.buffer<T>(r, b), in.data() + off, len * sizeof(T));
-        } else {
+        } else if (receives) {
           for (int j = 0; j < p; ++j)
             std::memcpy(out.data() + j * n + off, s.buffer<T>(j, b), len * sizeof(T));
         }
       });
+}
+template <class T>
+void all_gather(SharedSegment& s, Span<const T> in, Span<T> out, const Waiting& what) {
+  gather(s, in, out, -1, what);
 }
 
 // buf <- root's buf.
