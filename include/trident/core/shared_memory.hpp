@@ -52,8 +52,8 @@ namespace trident {
 struct ShmTuning {
   bool enabled = true;
   std::size_t min_bytes = 16 << 10;
-  // 2 ranks on 2 cores, all_reduce of 1-64 MiB: 10-20% faster than 1 MiB (fastest of 100 calls;
-  // smaller rounds stay in the cores' caches)
+  // 2 ranks on 2 cores, all_reduce of 1-4 MiB: 10-20% faster than 1 MiB (fastest of 100 calls;
+  // 16-64 MiB: no clear difference)
   std::size_t chunk_bytes = 256 << 10;
   // the buffer of a group with more ranks than cores, where each round costs every rank a turn
   // on a core (bench_comm, 8 ranks on 2 cores: 1.3-1.5x faster than 1 MiB at 4-16 MiB)
