@@ -79,10 +79,11 @@ TEST_CASE("hierarchical all_gather and broadcast equal MPI's bitwise, nodes in o
   const Comm interleaved = base.split(0, (r % 2) * p + r / 2, "interleaved");
   for (const Comm* group : {&base, &interleaved}) {
     for (int k : {1, 2, 3, 4}) {
-      if (k >= p || (k == 4 && p != 8)) continue;  // one node; 4: two nodes of 8 ranks
+      if (k >= p || (k == 4 && p != 8)) continue;     // one node; 4: two nodes of 8 ranks
+      if (group == &interleaved && k != 2) continue;  // pairs of world ranks: apart in the group
       const Comm comm = split_into_nodes(*group, k);
       REQUIRE(node_hierarchy(comm.get()) != nullptr);  // the path under test is taken
-      for (std::size_t n : {1, 13, 1001, 4099}) check_gather_broadcast(comm, n, 1 << 18);
+      for (std::size_t n : {1, 13, 4099}) check_gather_broadcast(comm, n, 1 << 18);
       check_gather_broadcast(comm, 1001, 64 * p);  // many rounds
     }
   }
