@@ -12,7 +12,8 @@
 //            trident's wait policy (MPI_Test + sched_yield, core/request.hpp);
 //   shm      Comm's shared-memory path (core/shm_collectives.hpp), at every size (Comm itself
 //            takes it from shm_tuning().min_bytes up, printed in the header); all_gather and
-//            broadcast only where the group has more ranks than cores, else MPI's, as Comm.
+//            broadcast only where the group has more ranks than cores or spans nodes, else
+//            MPI's, as Comm.
 // float32, sum; broadcast from rank 0.
 //
 // A repetition is a barrier, then one call; its time is the slowest rank's. Reported: the median

@@ -56,6 +56,24 @@ TEST_CASE("all_reduce and reduce_scatter across the nodes: hierarchical, bitwise
                     shard.size() * sizeof(double)) == 0);
 }
 
+TEST_CASE("all_gather and broadcast across the nodes: hierarchical, bitwise MPI's path") {
+  TRIDENT_RANKS(4, comm);
+  const Comm group = comm.dup("across");
+  CHECK(node_hierarchy(group.get()) != nullptr);
+  const std::size_t n = 3001;
+  const std::vector<double> x = test::order_sensitive<double>(n, comm.rank());
+  std::vector<double> shm(4 * n), mpi(4 * n);
+  test::with_shm(true, [&] { group.all_gather<double>(x, shm); });
+  test::with_shm(false, [&] { group.all_gather<double>(x, mpi); });
+  CHECK(std::memcmp(shm.data(), mpi.data(), shm.size() * sizeof(double)) == 0);
+  for (int root = 0; root < 4; ++root) {
+    std::vector<double> from_shm = x, from_mpi = x;
+    test::with_shm(true, [&] { group.broadcast(Span<double>(from_shm), root); });
+    test::with_shm(false, [&] { group.broadcast(Span<double>(from_mpi), root); });
+    CHECK(std::memcmp(from_shm.data(), from_mpi.data(), n * sizeof(double)) == 0);
+  }
+}
+
 // What crosses the link, per step, against costmodel/inter_node.hpp's count of the formulas'
 // per-rank bytes (train/formulas.hpp) as MPICH's algorithms move them: TP2-PP2 (the pipeline's
 // messages and the tied embedding's all-reduce cross), TP4 (Rabenseifner's all-reduces cross)

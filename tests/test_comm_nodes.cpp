@@ -1,7 +1,9 @@
 // The hierarchical shared-memory path (core/shm_hierarchy.hpp) of a group that spans nodes, on
 // one machine: shm_tuning().node_ranks = k makes each block of k ranks a node of its own.
 // Checked bitwise against the sum in node order, exactly against MPI's path on integer-valued
-// data, and that the node order is not the flat rank order (so the bitwise check can tell).
+// data, and that the node order is not the flat rank order (so the bitwise check can tell);
+// all_gather and broadcast bitwise against MPI's path, with nodes whose ranks are consecutive in
+// the group and nodes whose ranks are not.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -47,7 +49,45 @@ void check_node_order(const Comm& comm, int k, std::size_t chunk) {
   }
 }
 
+// all_gather and broadcast (from every root) by the hierarchical path, bitwise MPI's path, on
+// inputs that differ on every rank; the chunk sets the node segments' buffer.
+void check_gather_broadcast(const Comm& comm, std::size_t n, std::size_t chunk) {
+  const int p = comm.size();
+  const std::vector<double> x = test::order_sensitive<double>(n, comm.rank());
+  std::vector<double> shm(n * p), mpi(n * p);
+  test::with_shm(
+      true, [&] { comm.all_gather<double>(x, shm); }, chunk);
+  test::with_shm(false, [&] { comm.all_gather<double>(x, mpi); });
+  CHECK_MESSAGE(std::memcmp(shm.data(), mpi.data(), shm.size() * sizeof(double)) == 0,
+                "all_gather, n = " << n);
+  for (int root = 0; root < p; ++root) {
+    std::vector<double> from_shm = x, from_mpi = x;
+    test::with_shm(
+        true, [&] { comm.broadcast(Span<double>(from_shm), root); }, chunk);
+    test::with_shm(false, [&] { comm.broadcast(Span<double>(from_mpi), root); });
+    CHECK_MESSAGE(std::memcmp(from_shm.data(), from_mpi.data(), n * sizeof(double)) == 0,
+                  "broadcast from " << root << ", n = " << n);
+  }
+}
+
 }  // namespace
+
+TEST_CASE("hierarchical all_gather and broadcast equal MPI's bitwise, nodes in order or not") {
+  TRIDENT_RANKS(std::max(2, test::world().size()), base);  // every rank, at least 2
+  const int p = base.size(), r = base.rank();
+  // evens then odds: a pretend node of world ranks {2i, 2i+1} holds group ranks i and p/2 + i
+  const Comm interleaved = base.split(0, (r % 2) * p + r / 2, "interleaved");
+  for (const Comm* group : {&base, &interleaved}) {
+    for (int k : {1, 2, 3, 4}) {
+      if (k >= p || (k == 4 && p != 8)) continue;     // one node; 4: two nodes of 8 ranks
+      if (group == &interleaved && k != 2) continue;  // pairs of world ranks: apart in the group
+      const Comm comm = split_into_nodes(*group, k);
+      REQUIRE(node_hierarchy(comm.get()) != nullptr);  // the path under test is taken
+      for (std::size_t n : {1, 13, 4099}) check_gather_broadcast(comm, n, 1 << 18);
+      check_gather_broadcast(comm, 1001, 64 * p);  // many rounds
+    }
+  }
+}
 
 TEST_CASE("a group over pretend nodes of 1, 2 and 3 ranks: hierarchical, bitwise in node order") {
   TRIDENT_RANKS(std::max(2, test::world().size()), base);  // every rank, at least 2

@@ -12,7 +12,7 @@
 // keeps MPI's collectives.
 //
 // Bounded memory: each rank's region is one 128-byte line (rank 0's holds the barrier), then
-// kBuffers buffers of chunk_bytes (1 MiB; 4 MiB when the ranks outnumber the cores); messages
+// kBuffers buffers of chunk_bytes (256 KiB; 4 MiB when the ranks outnumber the cores); messages
 // larger than a buffer are cut into rounds and pipelined through them (shm_collectives.hpp).
 // Barrier: a central counter; the last rank to arrive resets it and advances the generation.
 // A waiting rank reads the generation with a pause in between for spin_seconds (when the
@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
+#include <utility>
 #include <vector>
 
 #include "error.hpp"
@@ -51,7 +52,9 @@ namespace trident {
 struct ShmTuning {
   bool enabled = true;
   std::size_t min_bytes = 16 << 10;
-  std::size_t chunk_bytes = 1 << 20;  // bench_comm, 8 ranks: 1.2-1.5x faster than 256 KiB
+  // 2 ranks on 2 cores, all_reduce of 1-4 MiB: 10-20% faster than 1 MiB (fastest of 100 calls;
+  // 16-64 MiB: no clear difference)
+  std::size_t chunk_bytes = 256 << 10;
   // the buffer of a group with more ranks than cores, where each round costs every rank a turn
   // on a core (bench_comm, 8 ranks on 2 cores: 1.3-1.5x faster than 1 MiB at 4-16 MiB)
   std::size_t oversubscribed_chunk_bytes = 4 << 20;
@@ -138,6 +141,10 @@ class SharedSegment {
     return reinterpret_cast<T*>(bases_[j] + kLine + static_cast<std::size_t>(b) * chunk_bytes_);
   }
 
+  // Reserves `rounds` pipeline rounds (shm_collectives.hpp); returns the first one's number.
+  // The same on every rank: every rank runs the same collectives with the same sizes.
+  std::size_t next_round(std::size_t rounds) { return std::exchange(rounds_, rounds_ + rounds); }
+
   // The barrier in two halves: arrive() says this rank is done with what came before;
   // wait_all() returns once every rank has arrived as often as this one.
   void arrive() {
@@ -195,6 +202,7 @@ class SharedSegment {
   bool oversubscribed_ = false;
   std::vector<char*> bases_;   // each rank's region, mapped in this process
   std::uint32_t arrived_ = 0;  // barriers this rank has arrived at (modulo 2^32)
+  std::size_t rounds_ = 0;     // pipeline rounds run on the segment
 };
 
 namespace detail {

@@ -8,11 +8,14 @@
 //    (2 ranks, small) 0: copy my round in 1: reduce all of it
 //   reduce_scatter  0: copy my round in   1: reduce my shard's piece, straight into the output
 // (A rank never copies in what only it reads: its own part, or its own shard's piece.)
-//   all_gather      0: copy my piece in   1: copy every piece out
+//   all_gather      0: copy my piece in   1: copy every piece out (gather: the root only)
 //   broadcast       0: root copies in     1: the others copy out
-// A buffer is written again 3 phases after it was written, when every rank has passed the two
-// barriers since. The last phase only arrives at its barrier; the next collective on the
-// segment waits for it first (a barrier split in two, so ranks that go on computing don't wait).
+// A buffer is written again 3 rounds after it was written, when every rank has passed the
+// barriers since its last reads. Rounds are numbered across the collectives of a segment, so
+// the last phase of a collective needs no barrier: the next collective's first phase writes the
+// next round's buffer, which no rank still reads (its readers finished before the barrier that
+// every rank passed since), and its first barrier waits for every rank to have finished this one.
+// One barrier fewer per collective; a rank that goes on computing does not wait for the others.
 //
 // Fixed reduction order: element i of a part is ((x_0 + x_1) + x_2) + ... + x_{p-1} over the
 // ranks in order, always, so results are bitwise identical from run to run (MPI's order
@@ -93,21 +96,20 @@ void copy_around(T* to, const T* from, std::size_t len, std::size_t skip_lo, std
 }
 
 // Runs rounds 0..rounds-1 of a collective through `Stages` stages; stage(s, round, buffer).
+// The segment numbers rounds across collectives (s.next_round()): round k of this collective
+// is the segment's round g + k, in buffer (g + k) mod 3, so the next collective starts without
+// waiting for this one's last phase (it writes another buffer; see the top of this file).
 template <int Stages, class Stage>
 void pipeline(SharedSegment& s, std::size_t rounds, const Waiting& what, Stage&& stage) {
   static_assert(Stages <= SharedSegment::kBuffers, "a round's buffer is reused after kBuffers");
-  s.wait_all(what);  // every rank has left the previous collective's buffers
-  const std::size_t phases = rounds + Stages - 1;
+  const std::size_t first = s.next_round(rounds), phases = rounds + Stages - 1;
   for (std::size_t t = 0; t < phases; ++t) {
     for (int k = Stages - 1; k >= 0; --k) {
       const std::size_t stage_k = static_cast<std::size_t>(k);
       if (t >= stage_k && t - stage_k < rounds)
-        stage(k, t - stage_k, static_cast<int>((t - stage_k) % SharedSegment::kBuffers));
+        stage(k, t - stage_k, static_cast<int>((first + t - stage_k) % SharedSegment::kBuffers));
     }
-    if (t + 1 < phases)
-      s.barrier(what);
-    else
-      s.arrive();
+    if (t + 1 < phases) s.barrier(what);
   }
 }
 
@@ -187,21 +189,27 @@ void reduce_scatter(SharedSegment& s, Span<const T> in, Span<T> out, const Waiti
       });
 }
 
-// out <- the shards `in` of all ranks in rank order; in: (n), out: (p * n).
+// out <- the shards `in` of all ranks in rank order; in: (n), out: (p * n), written on `root`
+// only (read nowhere else), or on every rank when root < 0.
 template <class T>
-void all_gather(SharedSegment& s, Span<const T> in, Span<T> out, const Waiting& what) {
+void gather(SharedSegment& s, Span<const T> in, Span<T> out, int root, const Waiting& what) {
   const int p = s.size(), r = s.rank();
   const std::size_t n = in.size(), per_round = s.chunk_bytes() / sizeof(T);
+  const bool receives = root < 0 || r == root;
   detail::pipeline<2>(
       s, detail::ceil_div(n, per_round), what, [&](int stage, std::size_t round, int b) {
         const std::size_t off = round * per_round, len = std::min(per_round, n - off);
         if (stage == 0) {
           std::memcpy(s.buffer<T>(r, b), in.data() + off, len * sizeof(T));
-        } else {
+        } else if (receives) {
           for (int j = 0; j < p; ++j)
             std::memcpy(out.data() + j * n + off, s.buffer<T>(j, b), len * sizeof(T));
         }
       });
+}
+template <class T>
+void all_gather(SharedSegment& s, Span<const T> in, Span<T> out, const Waiting& what) {
+  gather(s, in, out, -1, what);
 }
 
 // buf <- root's buf.
