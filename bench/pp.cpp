@@ -19,18 +19,22 @@
 // alone, right after the row (1.00: a core per rank; p / cores when ranks share the cores).
 // The bubble table splits the layers evenly, as the formula assumes equal stages.
 //
-// ZB-H1 next to 1F1B (Qi et al. 2023), the bench model with V = 256 (equal stages: the bubble is
-// the schedule's) and V = 4096 (the head's stage lighter, even with the layers split by the cost
-// model: idle time no schedule removes), --pp-layers auto, global batch 16, m = 4, 8, 16: the two
+// ZB-H1 (Qi et al. 2023) and ZB-V (Qi et al. 2024; 2p chunks in a V, pp/schedule_zbv.hpp) next
+// to 1F1B, the bench model with V = 256 (equal stages: the bubble is the schedule's) and V = 4096
+// (the head's stage lighter, even with the layers split by the cost model: idle time no schedule
+// removes; ZB-V's 2p = 4 chunks of the 4 layers get 1 layer each, so its rank 0 carries the
+// embedding and the head), --pp-layers auto, global batch 16, m = 4, 8, 16: the three
 // trainers' steps interleaved; for each, the median spans bubble, the part of it that the
 // stages' unequal busy times leave whatever the schedule ("imbal.": sum over ranks of the
 // busiest rank's compute time - the rank's, over p x makespan), and each stage's peak of
 // activation memory (MemoryKind:: activations, the most held at once during the measured steps).
-// The formula columns: 1F1B's (p-1)/(m+p-1) and ZB-H1's (p-1)/(3m+p-1), both for equal stages (and,
-// ZB-H1, F = B = W). ZB-H1's activation bound per stage s ("bound"): 1F1B's measured peak, plus
-// the s microbatches whose W is still deferred (Qi et al. 2023 §3.1: stage s runs W of microbatch
-// k after B of k + s), each holding only what W reads (w_stash_bytes), plus one block's output
-// gradients while B allocates them (9 N C).
+// The formula columns: 1F1B's (p-1)/(m+p-1), ZB-H1's (p-1)/(3m+p-1) and ZB-V's simulated
+// idle/(3m+idle), idle = max((p-1)/2, 2p-1-m) (plan::zbv_bubble_share), all for equal stages
+// (and, zero-bubble, F = B = W). ZB-V's activation peak is to stay within 1F1B's stage 0's. ZB-H1's
+// activation bound per stage s ("bound"): 1F1B's measured peak, plus the s microbatches whose W is
+// still deferred (Qi et al. 2023 §3.1: stage s runs W of microbatch k after B of k + s), each
+// holding only what W reads (w_stash_bytes), plus one block's output gradients while B allocates
+// them (9 N C).
 //
 // Training rows: the bench model, global batch 8, m = 8: layers even, auto with 1F1B, auto with
 // ZB-H1, each next to the single process in the same run.
@@ -108,60 +112,86 @@ double w_stash_bytes(const gpt2::Options& o, int layers, bool first, bool last) 
   return elements * sizeof(float);
 }
 
-// The ZB-H1 table's header.
+// The zero-bubble table's header.
 void print_zero_bubble_header(int p, int steps) {
   std::printf(
-      "\n# ZB-H1 next to 1F1B: bench model (V=256: equal stages), global batch 16, layers "
-      "auto; median of %d steps each, interleaved; %s\n",
-      steps, load_average().c_str());
-  std::printf("%5s %4s %7s | %-24s | %-24s | %6s | %s\n", "", "", "", "1F1B bubble", "ZB-H1 bubble",
-              "ZB/1F1B", "activation peak MiB per stage, 1F1B / ZB-H1 (ZB-H1's bound)");
-  std::printf("%5s %4s %7s | %9s %6s %7s | %9s %6s %7s | %6s |", "V", "m", "layers", "spans",
-              "imbal.", "formula", "spans", "imbal.", "formula", "spans");
-  for (int r = 0; r < p; ++r) std::printf(" %17s", ("stage " + std::to_string(r)).c_str());
+      "\n# ZB-H1 and ZB-V next to 1F1B: bench model, global batch 16, layers auto (ZB-V: %d "
+      "chunks); median of %d steps each, interleaved; %s\n",
+      2 * p, steps, load_average().c_str());
+  std::printf("%5s %4s %7s | %-24s | %-24s | %-24s | %-13s | %s\n", "", "", "", "1F1B bubble",
+              "ZB-H1 bubble", "ZB-V bubble", "/ 1F1B spans",
+              "activation peak MiB per stage, 1F1B / ZB-H1 (ZB-H1's bound) / ZB-V");
+  std::printf("%5s %4s %7s |", "V", "m", "layers");
+  for (int k = 0; k < 3; ++k) std::printf(" %9s %6s %7s |", "spans", "imbal.", "formula");
+  std::printf(" %6s %6s |", "ZB-H1", "ZB-V");
+  for (int r = 0; r < p; ++r) std::printf(" %23s", ("stage " + std::to_string(r)).c_str());
   std::printf("\n");
 }
 
-// ZB-H1 next to 1F1B: median spans bubble of `steps` steps each, interleaved, and each stage's
-// activation peak in MiB (rank = stage), with ZB-H1's bound.
-void zero_bubble_row(const Comm& world, int vocab, int m, int steps) {
-  const int p = world.size();
+// The three schedules of the zero-bubble table.
+constexpr pp::ScheduleKind kZeroBubbleKinds[3] = {pp::ScheduleKind::one_f_one_b,
+                                                  pp::ScheduleKind::zb_h1, pp::ScheduleKind::zbv};
+
+// Each schedule's median spans bubble and imbalance over `steps` steps, the trainers' steps
+// interleaved, and this rank's activation peak under each.
+struct ZeroBubbleRun {
+  double bubble[3], imbalance[3], peak[3];
+};
+ZeroBubbleRun run_zero_bubble(const Comm& world, int vocab, int m, int steps) {
   std::vector<std::unique_ptr<gpt2::Trainer<float>>> t;
-  for (pp::ScheduleKind kind : {pp::ScheduleKind::one_f_one_b, pp::ScheduleKind::zb_h1}) {
-    gpt2::Options o = bench_options({1, p, 1}, m);
+  for (pp::ScheduleKind kind : kZeroBubbleKinds) {
+    gpt2::Options o = bench_options({1, world.size(), 1}, m);
     o.batch = 16;
     o.model.vocab = vocab;
     o.schedule = kind;
+    o.virtual_stages = kind == pp::ScheduleKind::zbv ? 2 : 1;
     t.push_back(
         std::make_unique<gpt2::Trainer<float>>(world, o, TokenSource::synthetic(o.model.vocab)));
   }
-  std::vector<double> bubble[2], imbalance[2], peak(2, 0);
+  std::vector<double> bubble[3], imbalance[3];
+  ZeroBubbleRun run{};
   for (auto& x : t) (void)x->step();  // warm-up
   for (int s = 0; s < steps; ++s)
-    for (int k = 0; k < 2; ++k) {
-      const int which = (k + s) % 2;
+    for (int k = 0; k < 3; ++k) {
+      const int which = (k + s) % 3;
       memory_stats().reset_peaks();
       const Bubble b = step_bubble(world, *t[which]);
       bubble[which].push_back(b.spans), imbalance[which].push_back(b.work);
-      peak[which] = std::max(peak[which], double(memory_stats().peak(MemoryKind::activations)));
+      run.peak[which] =
+          std::max(run.peak[which], double(memory_stats().peak(MemoryKind::activations)));
     }
-  std::vector<double> peaks(2 * p);
-  world.all_gather(Span<const double>(peak), Span<double>(peaks));
+  for (int k = 0; k < 3; ++k)
+    run.bubble[k] = median(bubble[k]), run.imbalance[k] = median(imbalance[k]);
+  return run;
+}
+
+// ZB-H1 and ZB-V next to 1F1B: median spans bubble of `steps` steps each, and each stage's
+// activation peak in MiB (rank = stage), with ZB-H1's bound.
+void zero_bubble_row(const Comm& world, int vocab, int m, int steps) {
+  const int p = world.size();
+  const ZeroBubbleRun run = run_zero_bubble(world, vocab, m, steps);
+  std::vector<double> peaks(3 * p);
+  world.all_gather(Span<const double>(run.peak, 3), Span<double>(peaks));
   if (world.rank() != 0) return;
   const double MiB = 1024.0 * 1024.0;
-  const gpt2::Options& o = t[1]->options();
+  gpt2::Options o = bench_options({1, p, 1}, m);
+  o.batch = 16;
+  o.model.vocab = vocab;
   const std::vector<int> split = layer_split(o);
   std::string layers;
   for (int n : split) layers += (layers.empty() ? "" : "+") + std::to_string(n);
-  std::printf("%5d %4d %7s | %9.3f %6.3f %7.3f | %9.3f %6.3f %7.3f | %6.2f |", vocab, m,
-              layers.c_str(), median(bubble[0]), median(imbalance[0]), plan::bubble_share(p, m),
-              median(bubble[1]), median(imbalance[1]), plan::zb_h1_bubble_share(p, m),
-              median(bubble[1]) / median(bubble[0]));
+  const double formula[3] = {plan::bubble_share(p, m), plan::zb_h1_bubble_share(p, m),
+                             plan::zbv_bubble_share(p, m)};
+  std::printf("%5d %4d %7s |", vocab, m, layers.c_str());
+  for (int k = 0; k < 3; ++k)
+    std::printf(" %9.3f %6.3f %7.3f |", run.bubble[k], run.imbalance[k], formula[k]);
+  std::printf(" %6.2f %6.2f |", run.bubble[1] / run.bubble[0], run.bubble[2] / run.bubble[0]);
   const double N = double(o.rows_per_microbatch()) * o.model.seq, C = o.model.hidden;
   for (int r = 0; r < p; ++r) {
-    const double bound = peaks[2 * r] + r * w_stash_bytes(o, split[r], r == 0, r == p - 1) +
+    const double* at = &peaks[3 * r];
+    const double bound = at[0] + r * w_stash_bytes(o, split[r], r == 0, r == p - 1) +
                          (split[r] > 0 ? 9 * N * C * sizeof(float) : 0);
-    std::printf(" %5.1f/%5.1f (%4.1f)", peaks[2 * r] / MiB, peaks[2 * r + 1] / MiB, bound / MiB);
+    std::printf(" %5.1f/%5.1f (%4.1f)/%5.1f", at[0] / MiB, at[1] / MiB, bound / MiB, at[2] / MiB);
   }
   std::printf("\n");
   std::fflush(stdout);
@@ -201,7 +231,7 @@ void bubble_table(const Comm& world, const std::string& schedule, int steps, int
   }
 }
 
-// ZB-H1 next to 1F1B, m = 4, 8, 16, V = 256 and 4096.
+// ZB-H1 and ZB-V next to 1F1B, m = 4, 8, 16, V = 256 and 4096.
 void zero_bubble_table(const Comm& world, int steps) {
   if (world.rank() == 0) print_zero_bubble_header(world.size(), steps);
   for (int vocab : {256, 4096})
@@ -260,7 +290,7 @@ int main(int argc, char** argv) {
     app.add_option("--train-seconds", train_seconds, "time for the training rows (0: none)")
         ->capture_default_str();
     app.add_flag("--zero-bubble-only", zero_bubble_only,
-                 "skip the bubble table: ZB-H1 next to 1F1B, then the training rows");
+                 "skip the bubble table: ZB-H1 and ZB-V next to 1F1B, then the training rows");
     parse_command_line(app, argc, argv, world);
     const int p = world.size(),
               cores = node_comm(world).all_reduce_value(cores_available(), ReduceOp::max);

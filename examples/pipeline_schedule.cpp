@@ -4,14 +4,17 @@
 //   1f1b.json
 //   ./pipeline_schedule --schedule interleaved --stages 4 --microbatches 8 --chunks 2
 //   ./pipeline_schedule --schedule zb-h1 --stages 4 --microbatches 8 --backward-cost 2 --svg zb.svg
+//   ./pipeline_schedule --schedule zbv --stages 4 --microbatches 8 --backward-cost 2 --svg zbv.svg
 //
 // Prints each stage's actions (F3 / B3: forward / backward of microbatch 3; F3c1: its chunk 1;
-// zb-h1: B3 the input gradient, W3 the weight gradient, drawn in their own greyer shade;
+// zb-h1 and zbv: B3 the input gradient, W3 the weight gradient, drawn in their own greyer shade;
+// zbv's chunk 0 goes down the stages and its chunk 1 (F3c1, hatched) comes back up;
 // with --verbose also the receives and sends: rF3<1 receives F3's input from stage 1), the
 // simulated bubble next to the papers' formula, and the activations each stage holds at most.
 // --svg draws the timeline as in the GPipe and Megatron-LM figures; --trace writes a Chrome trace
 // for Perfetto or chrome://tracing. Needs no MPI beyond start-up; rank 0 does the printing.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <trident/io/chrome_trace.hpp>
@@ -35,17 +38,18 @@ struct Flags {
 };
 
 void add_flags(CLI::App& app, Flags& f) {
-  app.add_option("--schedule", f.schedule, "gpipe, 1f1b, interleaved or zb-h1")
+  app.add_option("--schedule", f.schedule, "gpipe, 1f1b, interleaved, zb-h1 or zbv")
       ->capture_default_str();
   app.add_option("--stages", f.spec.stages, "pipeline stages p")->capture_default_str();
   app.add_option("--microbatches", f.spec.microbatches, "microbatches m")->capture_default_str();
-  f.chunks = app.add_option("--chunks", f.spec.chunks, "model chunks per stage v (interleaved: 2)");
+  f.chunks = app.add_option("--chunks", f.spec.chunks,
+                            "model chunks per stage v (interleaved: 2; zbv: 2, in a V)");
   app.add_option("--forward-cost", f.costs.forward, "one microbatch through a stage, forward")
       ->capture_default_str();
   app.add_option("--backward-cost", f.costs.backward, "the same, backward (B + W)")
       ->capture_default_str();
   app.add_option("--weight-fraction", f.costs.weight_fraction,
-                 "zb-h1: the share of the backward that is W (weight gradients)")
+                 "zb-h1, zbv: the share of the backward that is W (weight gradients)")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   app.add_option("--p2p-cost", f.costs.p2p, "time a message is in transit")->capture_default_str();
@@ -63,7 +67,7 @@ void print_actions(const Flags& f, const std::vector<std::vector<pp::Action>>& s
       "backward %g, p2p %g",
       pp::to_string(spec.kind), spec.stages, spec.microbatches, spec.chunks, costs.forward,
       costs.backward, costs.p2p);
-  if (spec.kind == pp::ScheduleKind::zb_h1)
+  if (pp::splits_backward(spec.kind))
     std::printf(" (B %g + W %g)", costs.backward * (1 - costs.weight_fraction),
                 costs.backward * costs.weight_fraction);
   std::printf("\n");
@@ -73,6 +77,25 @@ void print_actions(const Flags& f, const std::vector<std::vector<pp::Action>>& s
       if (f.verbose || pp::is_compute(a.op)) line += " " + pp::to_string(a);
     std::printf("stage %d:%s\n", s, line.c_str());
   }
+}
+
+// ZB-V's bubble time next to its floor (p-1) F/2 (the first microbatch going down the V), the
+// paper's figure (0 for equal F, B, W) and ZB-H1's and 1F1B's formulas.
+void print_zbv_bubble(const Flags& f, const pp::Simulation& sim) {
+  const int p = f.spec.stages, m = f.spec.microbatches;
+  const pp::Costs& c = f.costs;
+  const double B = c.backward * (1 - c.weight_fraction), W = c.backward * c.weight_fraction;
+  const double idle = sim.makespan - m * (c.forward + c.backward);
+  std::printf(
+      "bubble time: simulated %g; floor (p-1) F/2 = %g (the last stage waits for microbatch 0 to "
+      "go down p-1 half-stage chunks); Qi et al. 2024: 0 for equal F, B, W; ZB-H1: (p-1)(F + B "
+      "- W) = %g; 1F1B: (p-1)(F + B + W) = %g\n",
+      idle, (p - 1) * c.forward / 2, (p - 1) * (c.forward + B - W), (p - 1) * (c.forward + B + W));
+  std::printf("bubble fraction, idle / (p * makespan): simulated %.4f", sim.bubble_fraction);
+  if (c.forward == B && B == W && c.p2p == 0)
+    std::printf(", idle/(3m+idle) with idle = max((p-1)/2, 2p-1-m) F = %.4f",
+                plan::zbv_bubble_share(p, m));
+  std::printf("\n");
 }
 
 // The simulated makespan and bubble next to the papers' formulas.
@@ -89,6 +112,8 @@ void print_bubble(const Flags& f, const pp::Simulation& sim) {
         "(p-1)(F + B + W) = %g)\n",
         sim.makespan - ideal, (p - 1) * (costs.forward + B - W), (p - 1) * (costs.forward + B + W));
     std::printf("bubble fraction, idle / (p * makespan): simulated %.4f\n", sim.bubble_fraction);
+  } else if (f.spec.kind == pp::ScheduleKind::zbv) {
+    print_zbv_bubble(f, sim);
   } else {
     std::printf(
         "bubble fraction, idle / (p * makespan): simulated %.4f, (p-1)/(v m + p-1) = "
@@ -104,10 +129,15 @@ void print_bubble(const Flags& f, const pp::Simulation& sim) {
 void print_peaks(const Flags& f, const pp::Simulation& sim) {
   std::printf("peak in-flight microbatch-chunks (activations held) per stage:");
   for (int n : sim.peak_in_flight) std::printf(" %d", n);
-  if (f.spec.kind == pp::ScheduleKind::zb_h1) {
-    std::printf("\n  of which until B (1F1B's):");
+  if (pp::splits_backward(f.spec.kind)) {
+    std::printf("\n  of which until B:");
     for (int n : sim.peak_before_input_gradient) std::printf(" %d", n);
     std::printf("; after B only what W reads is held");
+  }
+  if (f.spec.chunks > 1) {  // a chunk holds 1/v of a stage's layers
+    std::printf("\n  in whole-stage microbatches (/ v = %d):", f.spec.chunks);
+    for (int n : sim.peak_in_flight) std::printf(" %g", double(n) / f.spec.chunks);
+    std::printf("; 1F1B's peak: min(m, p) = %d", std::min(f.spec.microbatches, f.spec.stages));
   }
   std::printf("\n");
 }
@@ -144,9 +174,11 @@ int main(int argc, char** argv) {
     parse_command_line(app, argc, argv, world);
 
     f.spec.kind = pp::parse_schedule(f.schedule);
-    if (f.spec.kind == pp::ScheduleKind::interleaved && f.chunks->count() == 0) f.spec.chunks = 2;
+    const bool two =
+        f.spec.kind == pp::ScheduleKind::interleaved || f.spec.kind == pp::ScheduleKind::zbv;
+    if (two && f.chunks->count() == 0) f.spec.chunks = 2;
     const auto schedule = pp::make_schedule(f.spec);
-    const pp::Simulation sim = pp::simulate(schedule, f.costs);
+    const pp::Simulation sim = pp::simulate(schedule, f.costs, pp::chunk_map(f.spec).placement);
     require(!sim.deadlock, sim.deadlock_reason);
     if (world.rank() == 0) {
       print_actions(f, schedule);

@@ -1,8 +1,8 @@
 // Inference and evaluation: the forward-only pipeline schedule in the simulator; evaluate() on a
 // held-out tail against the single-process reference (double, 1e-10) on 1 process, TP2, TP2
-// with SP, PP2 1F1B, PP2 interleaved, DP2 ZeRO-3 and TP2-PP2-DP2 ZeRO-1, and training after it
-// unchanged; sample() giving the same tokens on all those meshes for one seed and other tokens
-// for another; the token choice (temperature, top-k) and its bad values.
+// with SP, PP2 1F1B, PP2 interleaved, PP2 ZB-V, DP2 ZeRO-3 and TP2-PP2-DP2 ZeRO-1, and training
+// after it unchanged; sample() giving the same tokens on all those meshes for one seed and other
+// tokens for another; the token choice (temperature, top-k) and its bad values.
 #include <trident/pp/simulate.hpp>
 #include <trident/train/sample.hpp>
 
@@ -35,6 +35,7 @@ const std::vector<MeshCase>& meshes() {
       {"TP2 SP", 2, {2, 1, 1}, ScheduleKind::one_f_one_b, 1, 1, 0, true},
       {"PP2 1F1B", 2, {1, 2, 1}, ScheduleKind::one_f_one_b, 4},
       {"PP2 interleaved", 2, {1, 2, 1}, ScheduleKind::interleaved, 2, 2},
+      {"PP2 ZB-V (the loss on stage 0)", 2, {1, 2, 1}, ScheduleKind::zbv, 2, 2},
       {"DP2 ZeRO-3", 2, {1, 1, 2}, ScheduleKind::one_f_one_b, 2, 1, 3},
       {"TP2-PP2-DP2 ZeRO-1", 8, {2, 2, 2}, ScheduleKind::one_f_one_b, 2, 1, 1},
   };

@@ -1,7 +1,8 @@
 // Pipeline parallelism against the single-process reference, in double: GPipe, 1F1B and
 // interleaved 1F1B at PP = 2 and 4 with m in {1, p, 2p+1} where the schedule allows, with TP,
 // with an uneven layer split, and with activation recomputation; ZB-H1 (backward split into B
-// and W) at PP = 2 and 4 with m in {p, 2p, 2p+1}, with TP (and SP) and with DP and ZeRO 1-3;
+// and W) and ZB-V (the same in a V of 2 chunks per rank) at PP = 2 and 4 with m in {p, 2p,
+// 2p+1}, with TP (and SP) and with DP and ZeRO 1-3;
 // interleaved at PP = 1 with v = 2 (both tied embedding copies on one rank): alone, TP2, DP2
 // ZeRO-3. A tie declared between parameters of different shapes is refused.
 #include "parity.hpp"
@@ -68,6 +69,20 @@ TEST_CASE("ZB-H1 with TP2 (and sequence parallelism) and with DP2 under ZeRO 1, 
   run(4, {2, 2, 1}, ScheduleKind::zb_h1, 5, 4, 1, Recompute::none, {}, {}, /*sp=*/true);
   for (int stage : {1, 2, 3})
     run(4, {1, 2, 2}, ScheduleKind::zb_h1, 4, 4, 1, Recompute::none, {}, {stage});
+}
+
+// ZB-V: 2 chunks per rank in a V (4 layers: 1 per chunk at PP=2; 8 layers at PP=4); the
+// embedding and the head both on rank 0, their tied copies summed there.
+TEST_CASE("ZB-V (V of 2 chunks, B and W split): PP=2 with m = 2, 4, 5 and PP=4 with m = 4, 8, 9") {
+  for (int m : {2, 4, 5}) run(2, {1, 2, 1}, ScheduleKind::zbv, m, 4, 2);
+  for (int m : {4, 8, 9}) run(4, {1, 4, 1}, ScheduleKind::zbv, m, 8, 2);
+}
+
+TEST_CASE("ZB-V with TP2 (and sequence parallelism) and with DP2 under ZeRO 1, 2 and 3") {
+  run(4, {2, 2, 1}, ScheduleKind::zbv, 4, 4, 2);
+  run(4, {2, 2, 1}, ScheduleKind::zbv, 5, 4, 2, Recompute::none, {}, {}, /*sp=*/true);
+  for (int stage : {1, 2, 3})
+    run(4, {1, 2, 2}, ScheduleKind::zbv, 4, 4, 2, Recompute::none, {}, {stage});
 }
 
 TEST_CASE("PP=1 interleaved (v=2): the tied embedding's two copies on one rank are summed") {

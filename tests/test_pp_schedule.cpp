@@ -49,13 +49,14 @@ int count(const std::string& text, const std::string& what) {
 
 TEST_CASE("parse_schedule and to_string round-trip; unknown names are an Error") {
   for (ScheduleKind k : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::interleaved,
-                         ScheduleKind::zb_h1})
+                         ScheduleKind::zb_h1, ScheduleKind::zbv})
     CHECK(parse_schedule(to_string(k)) == k);
   CHECK(parse_schedule("1f1b") == ScheduleKind::one_f_one_b);
   CHECK(parse_schedule("zb-h1") == ScheduleKind::zb_h1);
   CHECK_THROWS_WITH_AS(
       parse_schedule("pipedream"),
-      "unknown pipeline schedule 'pipedream' (expected gpipe, 1f1b, interleaved or zb-h1)", Error);
+      "unknown pipeline schedule 'pipedream' (expected gpipe, 1f1b, interleaved, zb-h1 or zbv)",
+      Error);
 }
 
 TEST_CASE("validate() names the offending numbers") {

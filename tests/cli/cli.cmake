@@ -43,10 +43,25 @@ trident_cli_error(zb_h1_microbatches RANKS 2 PROGRAM train_gpt ARGS ${tiny} --pp
   EXPECT "pipeline schedule zb-h1: needs at least as many microbatches as stages, m >= p (Qi et al. 2023 §3.1): got 1 microbatches for 2 stages")
 trident_cli_error(zb_h1_virtual_stages RANKS 2 PROGRAM train_gpt ARGS ${tiny} --layers 4 --pp 2
   --schedule zb-h1 --virtual-stages 2 --microbatches 2
-  EXPECT "virtual stages need the interleaved schedule (zb-h1 runs 1 model chunk per pipeline rank)")
+  EXPECT "virtual stages need the interleaved or zbv schedule (zb-h1 runs 1 model chunk per pipeline rank)")
 trident_cli_error(zb_h1_recompute RANKS 2 PROGRAM train_gpt ARGS ${tiny} --pp 2
   --schedule zb-h1 --microbatches 2 --recompute full
   EXPECT "zb-h1 cannot honour --recompute: its W pass (weight gradients) runs after B and needs the block activations that full recomputation drops after B; use 1f1b with --recompute")
+trident_cli_error(zbv_microbatches RANKS 2 PROGRAM train_gpt ARGS ${tiny} --layers 4 --pp 2
+  --schedule zbv --microbatches 1
+  EXPECT "pipeline schedule zbv: needs at least as many microbatches as stages, m >= p (as zb-h1): got 1 microbatches for 2 stages")
+trident_cli_error(zbv_virtual_stages RANKS 2 PROGRAM train_gpt ARGS ${tiny} --layers 6 --pp 2
+  --schedule zbv --virtual-stages 3 --microbatches 2
+  EXPECT "zbv runs 2 model chunks per pipeline rank, placed in a V: --virtual-stages must be 2 (got 3)")
+trident_cli_error(zbv_too_few_layers RANKS 2 PROGRAM train_gpt ARGS ${tiny} --layers 3 --pp 2
+  --schedule zbv --microbatches 2
+  EXPECT "PP=2 x 2 virtual stages needs at least 4 layers, but the model has 3")
+trident_cli_error(zbv_pp_layers RANKS 2 PROGRAM train_gpt ARGS ${tiny} --layers 4 --pp 2
+  --schedule zbv --microbatches 2 --pp-layers 2,2
+  EXPECT "--pp-layers lists 2 stages, but the pipeline has 4 (PP x virtual stages)")
+trident_cli_error(zbv_recompute RANKS 2 PROGRAM train_gpt ARGS ${tiny} --layers 4 --pp 2
+  --schedule zbv --microbatches 2 --recompute full
+  EXPECT "zbv cannot honour --recompute: its W pass (weight gradients) runs after B and needs the block activations that full recomputation drops after B; use 1f1b with --recompute")
 trident_cli_error(batch_not_divisible RANKS 2 PROGRAM train_gpt ARGS ${tiny} --dp 2 --batch 5
   EXPECT "the global batch of 5 sequences is not divisible by DP=2 x 1 microbatches")
 trident_cli_error(unknown_zero_stage RANKS 2 PROGRAM train_gpt ARGS ${tiny} --zero 4
@@ -125,6 +140,9 @@ trident_same_losses(tp2 RANKS 2 ARGS --tp 2)
 trident_same_losses(tp2_pp2_dp2_zero3 RANKS 8 ARGS --tp 2 --pp 2 --dp 2 --zero 3)
 trident_same_losses(pp2_interleaved_sp RANKS 4 ARGS --tp 2 --pp 2 --sequence-parallel --schedule interleaved --virtual-stages 2 --microbatches 2)
 trident_same_losses(pp2_zb_h1_dp2_zero2 RANKS 4 ARGS --pp 2 --dp 2 --zero 2 --schedule zb-h1 --microbatches 2)
+# ZB-V: the embedding and the head (and their tied copies) both on pipeline rank 0
+trident_same_losses(pp2_zbv_tp2 RANKS 4 ARGS --tp 2 --pp 2 --schedule zbv --microbatches 2)
+trident_same_losses(pp2_zbv_dp2_zero1 RANKS 4 ARGS --pp 2 --dp 2 --zero 1 --schedule zbv --microbatches 4)
 # PP = 1 with two virtual stages: both copies of the tied embedding on one rank (summed locally)
 trident_same_losses(pp1_interleaved RANKS 1 ARGS --schedule interleaved --virtual-stages 2 --microbatches 2)
 # a token file (llm.c layout) as the data

@@ -44,7 +44,7 @@ struct ChunkUnits {
   std::vector<UnitSize> units;
 };
 
-// The chunks pipeline rank `stage` runs (one per virtual stage, chunk c = virtual stage c p + s).
+// The chunks pipeline rank `stage` runs (one per virtual stage, placed by o.chunk_map()).
 inline std::vector<ChunkUnits> stage_chunks(const gpt2::Options& o, int stage) {
   const ModelSpec m = model_spec(o.model);
   const std::vector<int> split = layer_split(o);
@@ -55,7 +55,7 @@ inline std::vector<ChunkUnits> stage_chunks(const gpt2::Options& o, int stage) {
   };
   std::vector<ChunkUnits> chunks;
   for (int c = 0; c < o.virtual_stages; ++c) {
-    const int g = c * p + stage;
+    const int g = o.chunk_map().virtual_stage(c, stage);
     ChunkUnits k{split[g], g == 0, g == p * o.virtual_stages - 1, {}};
     const double wte = double(embedding_shard_parameters(m, t));
     if (k.embedding) k.units = {unit("wte", wte), unit("wpe", double(m.seq) * m.hidden)};
@@ -123,7 +123,8 @@ inline double chunk_stash_elements(const ChunkUnits& c, const ActivationShape& a
 // Peak activation bytes of a rank of `stage`: its schedule walked action by action, each
 // forward adding its stash and each backward freeing it. Under full recomputation one layer's
 // activations come back for a while: during each layer's forward and its recomputation in the
-// backward, on top of what is held.
+// backward, on top of what is held. Zero-bubble schedules (ZB-H1, ZB-V): a stash is counted
+// until its W, an upper bound (after B only what W reads is kept).
 inline double stage_activation_bytes(const gpt2::Options& o, int stage, const Precision& p) {
   const ActivationShape a = activation_shape(o);
   const std::vector<ChunkUnits> chunks = stage_chunks(o, stage);
@@ -133,7 +134,8 @@ inline double stage_activation_bytes(const gpt2::Options& o, int stage, const Pr
       o.recompute == Recompute::full ? layer_activation_elements(a) - a.n * a.C : 0;
   double held = 0, peak = 0;
   for (const pp::Action& act : schedule) {
-    if (act.op != pp::Op::forward && act.op != pp::Op::backward) continue;
+    const bool frees = act.op == pp::Op::backward || act.op == pp::Op::backward_weight;
+    if (act.op != pp::Op::forward && !frees) continue;
     const ChunkUnits& c = chunks[act.chunk];
     const double stash = chunk_stash_elements(c, a, o.recompute);
     const double during = c.layers > 0 ? transient : 0;

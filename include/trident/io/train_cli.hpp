@@ -30,7 +30,8 @@ struct RunFlags {
   std::string device = "cpu", dtype = "float", precision = "fp32", data = default_corpus(),
               schedule = "1f1b";
   std::string recompute = "none", grad_reduce = "microbatch", pp_layers = "auto", json;
-  CLI::Option* microbatches = nullptr;  // given or not (default 2 x PP)
+  CLI::Option* microbatches = nullptr;    // given or not (default 2 x PP)
+  CLI::Option* virtual_stages = nullptr;  // given or not (default 1; zbv: 2)
 };
 
 // "auto" (empty: balanced by cost), or layers per virtual stage such as "3,2,2,1".
@@ -85,13 +86,13 @@ inline void add_run_options(CLI::App& app, TrainOptions& o, RunFlags& f, unsigne
                "sequence parallelism (Korthikanti et al.)");
   app.add_option("--pp", o.mesh.pp, "pipeline-parallel size")->capture_default_str();
   app.add_option("--schedule", f.schedule, "pipeline schedule")
-      ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved", "zb-h1"}))
+      ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved", "zb-h1", "zbv"}))
       ->capture_default_str();
   f.microbatches =
       app.add_option("--microbatches", o.microbatches, "microbatches per step (default 2 x PP)");
-  app.add_option("--virtual-stages", o.virtual_stages,
-                 "model chunks per pipeline rank (interleaved)")
-      ->capture_default_str();
+  f.virtual_stages = app.add_option("--virtual-stages", o.virtual_stages,
+                                    "model chunks per pipeline rank (interleaved; zbv: 2)")
+                         ->capture_default_str();
   app.add_option("--pp-layers", f.pp_layers,
                  "layers per (virtual) stage, e.g. 3,2,2,1, or auto: balanced by the cost model")
       ->capture_default_str();
@@ -129,6 +130,8 @@ inline void apply_run_options(const Comm& world, TrainOptions& o, const RunFlags
   if (f.microbatches && f.microbatches->count() == 0)
     o.microbatches = o.mesh.pp > 1 ? 2 * o.mesh.pp : 1;
   o.schedule = pp::parse_schedule(f.schedule);
+  if (o.schedule == pp::ScheduleKind::zbv && f.virtual_stages && f.virtual_stages->count() == 0)
+    o.virtual_stages = 2;  // ZB-V's V: 2 chunks per rank
   o.pp_layers = parse_pp_layers(f.pp_layers);
   o.recompute = parse_recompute(f.recompute);
   o.zero.reduce = f.grad_reduce == "step" ? GradReduce::per_step : GradReduce::per_microbatch;

@@ -8,6 +8,8 @@
 // (ring_all_reduce_bytes, ring_gather_bytes: what the planner puts on a link).
 #pragma once
 
+#include <algorithm>
+
 #include "cluster.hpp"
 #include "recompute.hpp"
 
@@ -113,6 +115,17 @@ inline double bubble_share(int pp, int microbatches, int virtual_stages = 1) {
 // (p-1)/(3m + p-1).
 inline double zb_h1_bubble_share(int pp, int microbatches) {
   return static_cast<double>(pp - 1) / (3.0 * microbatches + pp - 1);
+}
+
+// ZB-V (pp/schedule_zbv.hpp) with equal F, B and W: Qi et al. 2024 give a bubble of 0; what
+// no schedule can avoid is the last rank's wait for the first microbatch to go down p - 1
+// chunks of half a stage, (p-1) F/2, and trident's ZB-V idles exactly max((p-1)/2, 2p-1-m) F
+// per rank (the second term: too few microbatches to fill the V; the simulator's figure, checked
+// for p <= 8, m <= 16 in tests/test_pp_zbv.cpp), next to 3 m F of work: a share of
+// idle / (3m + idle).
+inline double zbv_bubble_share(int pp, int microbatches) {
+  const double idle = std::max((pp - 1) / 2.0, 2.0 * pp - 1 - microbatches);
+  return idle / (3.0 * microbatches + idle);
 }
 
 }  // namespace trident::plan

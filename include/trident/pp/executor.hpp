@@ -29,13 +29,15 @@ namespace trident::pp {
 template <class T>
 class Executor {
  public:
-  // pp: the pipeline group (rank = stage); actions: this stage's list from make_schedule.
+  // pp: the pipeline group (rank = stage); actions: this stage's list from make_schedule;
+  // placement: where the chunks sit (placement.hpp; chunk_map(spec).placement).
   Executor(const Comm& pp, std::vector<Action> actions, int microbatches, int chunks,
-           std::size_t activation_size, bool verbose = false)
+           std::size_t activation_size, bool verbose = false,
+           Placement placement = Placement::looped)
       : pp_(pp),
         actions_(std::move(actions)),
         m_(microbatches),
-        v_(chunks),
+        map_{placement, pp.size(), chunks},
         size_(activation_size),
         verbose_(verbose) {
     for (std::size_t i = 0; i < actions_.size(); ++i)
@@ -149,11 +151,9 @@ class Executor {
       if (a.op == op && a.microbatch == mb && a.chunk == chunk) return true;
     return false;
   }
-  // The chunk on the other side: virtual stage g = chunk * p + stage sends forward to g + 1
-  // and backward to g - 1 (Megatron's interleaved assignment).
+  // The chunk on the other side: virtual stage g sends forward to g + 1 and backward to g - 1.
   int receiving_chunk(Op op, int chunk) const {
-    const int p = pp_.size(), g = chunk * p + pp_.rank() + (op == Op::send_forward ? 1 : -1);
-    return g / p;
+    return map_.chunk(map_.virtual_stage(chunk, pp_.rank()) + (op == Op::send_forward ? 1 : -1));
   }
   int tag(Op op, int mb, int receiver_chunk) const {
     const bool backward = op == Op::recv_backward || op == Op::send_backward;
@@ -170,7 +170,8 @@ class Executor {
 
   const Comm& pp_;
   std::vector<Action> actions_;
-  int m_, v_;
+  int m_;
+  ChunkMap map_;
   std::size_t size_;
   bool verbose_;
   std::map<int, std::size_t> last_backward_;  // chunk -> index of its last backward (or W)

@@ -1,16 +1,17 @@
 // trident/pp/schedule.hpp: pipeline schedules as data.
 //
-// A schedule is, for each pipeline stage, the ordered list of what that stage does: forward and
-// backward passes of (microbatch, chunk) and the point-to-point sends and receives around them.
-// The same lists drive the MPI executor and the simulator (simulate.hpp), which proves that they
-// match and cannot deadlock. Model chunk c on stage s is virtual stage c*stages + s (Megatron-LM's
-// interleaved layer assignment); virtual stage g sends activations to g+1 and gradients to g-1,
-// so the last stage's chunk c feeds stage 0's chunk c+1. Communication semantics: a send is
-// buffered and never blocks; a receive blocks until its matching send has happened. Each compute
-// action is preceded by its receive (when it has a previous/next virtual stage) and followed by
-// its send. All schedules run the k-th forward and the k-th backward pass of one order
-// (Megatron-LM's; detail::pass): warmup_forwards() forwards (the warm-up), then one forward and
-// one backward at a time (steady state), then the remaining backwards (cool-down):
+// A schedule is, for each pipeline stage (rank), the ordered list of what that stage does
+// (action.hpp): forward and backward passes of (microbatch, chunk) and the point-to-point sends
+// and receives around them. The same lists drive the MPI executor and the simulator
+// (simulate.hpp), which proves that they match and cannot deadlock. Which virtual stage a chunk
+// is, and so where it sends, is the placement (placement.hpp): looped (chunk c on stage s is
+// virtual stage c*stages + s, Megatron-LM's interleaved assignment) for all schedules but ZB-V;
+// virtual stage g sends activations to g+1 and gradients to g-1. Communication semantics: a send
+// is buffered and never blocks; a receive blocks until its matching send has happened. Each
+// compute action is preceded by its receive (when it has a previous/next virtual stage) and
+// followed by its send. The looped schedules run the k-th forward and the k-th backward pass of
+// one order (Megatron-LM's; detail::pass): warmup_forwards() forwards (the warm-up), then one
+// forward and one backward at a time (steady state), then the remaining backwards (cool-down):
 //  - GPipe (Huang et al. 2019): warm-up of all m forwards, then all backwards, in the same
 //    microbatch order as the forwards (as drawn in Narayanan et al. 2021, Fig. 3, and run by
 //    PyTorch's ScheduleGPipe).
@@ -26,11 +27,17 @@
 //    p - s until their B and s more until their W, holding only what W reads (the linear
 //    layers' inputs and output gradients); bubble (p-1)(F + B - W) instead of 1F1B's
 //    (p-1)(F + B + W). Requires m >= p.
+// And one V-shaped schedule (placement V-shape, 2 chunks per stage; its rule in schedule_zbv.hpp):
+//  - ZB-V (Qi et al. 2024, "Pipeline Parallelism with Controllable Memory"): B and W split as in
+//    ZB-H1, the first and last virtual stages both on stage 0; at most 1F1B's peak of
+//    activations on every stage; with equal F, B and W, once m >= 2p - 1, idle only while the
+//    first microbatch goes down the V: (p-1) F/2. Requires m >= p.
 // And one schedule without backward, for evaluation and sampling (train/evaluate.hpp,
 // train/sample.hpp):
 //  - Forward-only: every stage runs the forwards of chunk 0 for microbatches 0..m-1, then of
 //    chunk 1, ...: each stage receives, computes and sends, and nothing waits on a backward, so
-//    the pipeline fills once per chunk (any m, any number of chunks).
+//    the pipeline fills once per chunk (any m, any number of chunks, either placement: that of
+//    the training schedule whose chunks it runs).
 #pragma once
 
 #include <algorithm>
@@ -38,11 +45,13 @@
 #include <vector>
 
 #include "../core/error.hpp"
-#include "../nn/backward_part.hpp"
+#include "action.hpp"
+#include "placement.hpp"
+#include "schedule_zbv.hpp"
 
 namespace trident::pp {
 
-enum class ScheduleKind { gpipe, one_f_one_b, interleaved, zb_h1, forward_only };
+enum class ScheduleKind { gpipe, one_f_one_b, interleaved, zb_h1, zbv, forward_only };
 
 inline const char* to_string(ScheduleKind kind) {
   switch (kind) {
@@ -54,98 +63,31 @@ inline const char* to_string(ScheduleKind kind) {
       return "interleaved";
     case ScheduleKind::zb_h1:
       return "zb-h1";
+    case ScheduleKind::zbv:
+      return "zbv";
     case ScheduleKind::forward_only:
       return "forward-only";
   }
   return "?";
 }
 
-// "gpipe", "1f1b", "interleaved" or "zb-h1": the training schedules (forward-only is not one).
+// "gpipe", "1f1b", "interleaved", "zb-h1" or "zbv": the training schedules (forward-only is
+// not one).
 inline ScheduleKind parse_schedule(const std::string& name) {
   for (ScheduleKind kind : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b,
-                            ScheduleKind::interleaved, ScheduleKind::zb_h1})
+                            ScheduleKind::interleaved, ScheduleKind::zb_h1, ScheduleKind::zbv})
     if (name == to_string(kind)) return kind;
-  fail("unknown pipeline schedule '" + name + "' (expected gpipe, 1f1b, interleaved or zb-h1)");
+  fail("unknown pipeline schedule '" + name +
+       "' (expected gpipe, 1f1b, interleaved, zb-h1 or zbv)");
 }
 
-// recv_forward: receive the input activation of (microbatch, chunk) from the previous virtual
-// stage; send_forward: send this chunk's output activation to the next virtual stage;
-// recv_backward: receive the gradient of this chunk's output from the next virtual stage;
-// send_backward: send the gradient of this chunk's input to the previous virtual stage.
-// backward is the fused backward; zero-bubble schedules split it into backward_input (B: the
-// input gradient, followed by send_backward) and backward_weight (W: the weight gradients).
-enum class Op {
-  forward,
-  backward,
-  recv_forward,
-  send_forward,
-  recv_backward,
-  send_backward,
-  backward_input,
-  backward_weight
-};
-
-inline const char* to_string(Op op) {
-  switch (op) {
-    case Op::forward:
-      return "forward";
-    case Op::backward:
-      return "backward";
-    case Op::recv_forward:
-      return "recv_forward";
-    case Op::send_forward:
-      return "send_forward";
-    case Op::recv_backward:
-      return "recv_backward";
-    case Op::send_backward:
-      return "send_backward";
-    case Op::backward_input:
-      return "backward_input";
-    case Op::backward_weight:
-      return "backward_weight";
-  }
-  return "?";
+// Whether the schedule splits each backward into B and W (zero-bubble).
+inline bool splits_backward(ScheduleKind kind) {
+  return kind == ScheduleKind::zb_h1 || kind == ScheduleKind::zbv;
 }
-
-// peer: pipeline rank of the other side for sends and receives, -1 for compute.
-struct Action {
-  Op op;
-  int microbatch;
-  int chunk;
-  int peer;
-};
-
-inline bool operator==(const Action& a, const Action& b) {
-  return a.op == b.op && a.microbatch == b.microbatch && a.chunk == b.chunk && a.peer == b.peer;
-}
-
-inline bool is_compute(Op op) {
-  return op == Op::forward || op == Op::backward || op == Op::backward_input ||
-         op == Op::backward_weight;
-}
-// The part of the layers' backward a compute action runs (nn/backward_part.hpp).
-inline nn::BackwardPart backward_part(Op op) {
-  return op == Op::backward_input    ? nn::BackwardPart::input
-         : op == Op::backward_weight ? nn::BackwardPart::weight
-                                     : nn::BackwardPart::both;
-}
-inline bool is_send(Op op) {
-  return op == Op::send_forward || op == Op::send_backward;
-}
-inline bool is_recv(Op op) {
-  return op == Op::recv_forward || op == Op::recv_backward;
-}
-
-// Compact form: F3 / B3 / W3 for compute (F3c1 for chunk 1; B3 is the fused backward, or B
-// alone in zero-bubble schedules), rF3<1 / sF3>2 for receiving the input of F3 from stage 1 /
-// sending its output to stage 2, rB3<2 / sB3>1 likewise for gradients.
-inline std::string to_string(const Action& a) {
-  const bool forward = a.op == Op::forward || a.op == Op::recv_forward || a.op == Op::send_forward;
-  std::string s = is_recv(a.op) ? "r" : is_send(a.op) ? "s" : "";
-  s += (forward ? "F" : a.op == Op::backward_weight ? "W" : "B") + std::to_string(a.microbatch);
-  if (a.chunk != 0) s += "c" + std::to_string(a.chunk);
-  if (!is_compute(a.op)) s += (is_recv(a.op) ? "<" : ">") + std::to_string(a.peer);
-  return s;
+// Where a training schedule places its chunks: ZB-V in a V, all others looped.
+inline Placement placement_of(ScheduleKind kind) {
+  return kind == ScheduleKind::zbv ? Placement::v_shape : Placement::looped;
 }
 
 struct ScheduleSpec {
@@ -153,7 +95,47 @@ struct ScheduleSpec {
   int stages;
   int microbatches;
   int chunks = 1;
+  // Forward-only: the placement of the training schedule whose chunks it runs; the training
+  // schedules place their own (placement_of).
+  Placement placement = Placement::looped;
 };
+
+// Where the spec's chunks sit (placement.hpp).
+inline ChunkMap chunk_map(const ScheduleSpec& spec) {
+  const Placement placement =
+      spec.kind == ScheduleKind::forward_only ? spec.placement : placement_of(spec.kind);
+  return {placement, spec.stages, spec.chunks};
+}
+
+namespace detail {
+inline std::string counted(int n, const char* what) {
+  return std::to_string(n) + " " + what;
+}
+
+// The training schedules' model chunks per stage and microbatches.
+inline void validate_training(const ScheduleSpec& spec, const std::string& name) {
+  const std::string got = " (got chunks = " + std::to_string(spec.chunks);
+  require(spec.placement == Placement::looped || spec.kind == ScheduleKind::zbv,
+          name + "places its chunks looped (the V-shape is zbv's)");
+  const std::string too_few = "needs at least as many microbatches as stages, m >= p (";
+  const std::string numbers =
+      "): got " + counted(spec.microbatches, "microbatches for ") + counted(spec.stages, "stages");
+  if (spec.kind == ScheduleKind::interleaved) {
+    require(spec.chunks >= 2, name + "needs at least 2 model chunks per stage" + got + ")");
+    require(
+        spec.microbatches % spec.stages == 0,
+        name + "microbatches must be a multiple of stages (Narayanan et al. 2021 §2.2" + numbers);
+  } else if (spec.kind == ScheduleKind::zbv) {
+    require(spec.chunks == 2, name + "takes 2 model chunks per stage, placed in a V" + got + ")");
+    require(spec.microbatches >= spec.stages, name + too_few + "as zb-h1" + numbers);
+  } else {
+    require(spec.chunks == 1,
+            name + "takes 1 model chunk per stage" + got + "; use interleaved for more)");
+    if (spec.kind == ScheduleKind::zb_h1)
+      require(spec.microbatches >= spec.stages, name + too_few + "Qi et al. 2023 §3.1" + numbers);
+  }
+}
+}  // namespace detail
 
 inline void validate(const ScheduleSpec& spec) {
   const std::string name = std::string("pipeline schedule ") + to_string(spec.kind) + ": ";
@@ -161,32 +143,15 @@ inline void validate(const ScheduleSpec& spec) {
           name + "stages must be at least 1 (got " + std::to_string(spec.stages) + ")");
   require(spec.microbatches >= 1,
           name + "microbatches must be at least 1 (got " + std::to_string(spec.microbatches) + ")");
-  if (spec.kind == ScheduleKind::forward_only) {
+  if (spec.kind == ScheduleKind::forward_only)
     require(spec.chunks >= 1, name + "needs at least 1 model chunk per stage (got chunks = " +
                                   std::to_string(spec.chunks) + ")");
-    return;
-  }
-  if (spec.kind != ScheduleKind::interleaved) {
-    require(spec.chunks == 1, name + "takes 1 model chunk per stage (got chunks = " +
-                                  std::to_string(spec.chunks) + "; use interleaved for more)");
-    if (spec.kind == ScheduleKind::zb_h1)
-      require(spec.microbatches >= spec.stages,
-              name +
-                  "needs at least as many microbatches as stages, m >= p (Qi et al. 2023 "
-                  "§3.1): got " +
-                  std::to_string(spec.microbatches) + " microbatches for " +
-                  std::to_string(spec.stages) + " stages");
-    return;
-  }
-  require(spec.chunks >= 2, name + "needs at least 2 model chunks per stage (got chunks = " +
-                                std::to_string(spec.chunks) + ")");
-  require(spec.microbatches % spec.stages == 0,
-          name + "microbatches must be a multiple of stages (Narayanan et al. 2021 §2.2): got " +
-              std::to_string(spec.microbatches) + " microbatches for " +
-              std::to_string(spec.stages) + " stages");
+  else
+    detail::validate_training(spec, name);
 }
 
-// The warm-up: forwards `stage` runs before its steady state (one forward, one backward).
+// The warm-up of the looped schedules: forwards `stage` runs before its steady state (one
+// forward, one backward).
 inline int warmup_forwards(const ScheduleSpec& spec, int stage) {
   const int p = spec.stages, m = spec.microbatches, v = spec.chunks;
   switch (spec.kind) {
@@ -197,6 +162,8 @@ inline int warmup_forwards(const ScheduleSpec& spec, int stage) {
       return std::min(p - stage - 1, m);
     case ScheduleKind::interleaved:
       return std::min(2 * (p - stage - 1) + (v - 1) * p, v * m);
+    case ScheduleKind::zbv:
+      fail("warmup_forwards: zbv is not a looped schedule (its rule: schedule_zbv.hpp)");
     case ScheduleKind::forward_only:
       return v * m;
   }
@@ -204,30 +171,6 @@ inline int warmup_forwards(const ScheduleSpec& spec, int stage) {
 }
 
 namespace detail {
-
-// One stage's list, written compute by compute with the receives and sends around each.
-struct StageWriter {
-  int stage, stages, chunks;
-  std::vector<Action> actions;
-
-  int prev() const { return (stage + stages - 1) % stages; }
-  int next() const { return (stage + 1) % stages; }
-  bool has_prev(int chunk) const { return chunk * stages + stage > 0; }
-  bool has_next(int chunk) const { return chunk * stages + stage < chunks * stages - 1; }
-
-  void forward(int mb, int chunk) {
-    if (has_prev(chunk)) actions.push_back({Op::recv_forward, mb, chunk, prev()});
-    actions.push_back({Op::forward, mb, chunk, -1});
-    if (has_next(chunk)) actions.push_back({Op::send_forward, mb, chunk, next()});
-  }
-  // op: backward (fused) or backward_input (B); both receive and send the gradients.
-  void backward(int mb, int chunk, Op op = Op::backward) {
-    if (has_next(chunk)) actions.push_back({Op::recv_backward, mb, chunk, next()});
-    actions.push_back({op, mb, chunk, -1});
-    if (has_prev(chunk)) actions.push_back({Op::send_backward, mb, chunk, prev()});
-  }
-  void weight(int mb, int chunk) { actions.push_back({Op::backward_weight, mb, chunk, -1}); }
-};
 
 // The k-th forward (or backward) pass, the same on every stage: groups of p microbatches go
 // through chunk 0, 1, ..., v-1 (Megatron-LM's order); backward visits the chunks in reverse.
@@ -241,47 +184,52 @@ inline Pass pass(const ScheduleSpec& spec, int k, bool forward) {
   return {k / (p * v) * p + in_group % p, forward ? chunk : v - 1 - chunk};
 }
 
+// One stage of a looped schedule: warm-up, steady state (one forward, one backward), cool-down.
+// ZB-H1: B in backward's place, and the W of pass k - s after the B of pass k; the rest last.
+inline void write_looped(StageWriter& w, const ScheduleSpec& spec) {
+  const int passes = spec.microbatches * spec.chunks, s = w.stage;
+  const bool split = spec.kind == ScheduleKind::zb_h1;
+  int weights = 0;  // W passes written
+  auto forward = [&](int k) {
+    const Pass f = pass(spec, k, true);
+    w.forward(f.microbatch, f.chunk);
+  };
+  auto weight_until = [&](int k) {
+    for (; split && weights <= k; ++weights) {
+      const Pass pw = pass(spec, weights, false);
+      w.weight(pw.microbatch, pw.chunk);
+    }
+  };
+  auto backward = [&](int k) {
+    const Pass b = pass(spec, k, false);
+    w.backward(b.microbatch, b.chunk, split ? Op::backward_input : Op::backward);
+    weight_until(k - s);
+  };
+  const int warmup = warmup_forwards(spec, s);
+  for (int k = 0; k < warmup; ++k) forward(k);  // warm-up
+  for (int k = 0; k < passes - warmup; ++k) {   // steady state: 1F1B
+    forward(warmup + k);
+    backward(k);
+  }
+  for (int k = passes - warmup; k < passes; ++k) backward(k);  // cool-down
+  weight_until(passes - 1);                                    // ZB-H1: the deferred W passes
+}
+
 }  // namespace detail
 
 // [stage] -> that stage's ordered actions.
 inline std::vector<std::vector<Action>> make_schedule(const ScheduleSpec& spec) {
   validate(spec);
-  const int passes = spec.microbatches * spec.chunks;
   std::vector<std::vector<Action>> schedule;
   for (int s = 0; s < spec.stages; ++s) {
-    detail::StageWriter w{s, spec.stages, spec.chunks, {}};
+    detail::StageWriter w{s, chunk_map(spec), {}};
     if (spec.kind == ScheduleKind::forward_only) {  // chunk by chunk, no backward
       for (int c = 0; c < spec.chunks; ++c)
         for (int mb = 0; mb < spec.microbatches; ++mb) w.forward(mb, c);
-      schedule.push_back(std::move(w.actions));
-      continue;
-    }
-    auto forward = [&](int k) {
-      const detail::Pass f = detail::pass(spec, k, true);
-      w.forward(f.microbatch, f.chunk);
-    };
-    // ZB-H1: B in backward's place, and the W of pass k - s after the B of pass k.
-    const bool split = spec.kind == ScheduleKind::zb_h1;
-    const int delay = s;
-    int weights = 0;  // W passes written
-    auto backward = [&](int k) {
-      const detail::Pass b = detail::pass(spec, k, false);
-      w.backward(b.microbatch, b.chunk, split ? Op::backward_input : Op::backward);
-      for (; split && weights <= k - delay; ++weights) {
-        const detail::Pass pw = detail::pass(spec, weights, false);
-        w.weight(pw.microbatch, pw.chunk);
-      }
-    };
-    const int warmup = warmup_forwards(spec, s);
-    for (int k = 0; k < warmup; ++k) forward(k);  // warm-up
-    for (int k = 0; k < passes - warmup; ++k) {   // steady state: 1F1B
-      forward(warmup + k);
-      backward(k);
-    }
-    for (int k = passes - warmup; k < passes; ++k) backward(k);  // cool-down
-    for (; split && weights < passes; ++weights) {               // ZB-H1: the deferred W passes
-      const detail::Pass pw = detail::pass(spec, weights, false);
-      w.weight(pw.microbatch, pw.chunk);
+    } else if (spec.kind == ScheduleKind::zbv) {
+      detail::write_zbv(w, spec.microbatches);
+    } else {
+      detail::write_looped(w, spec);
     }
     schedule.push_back(std::move(w.actions));
   }

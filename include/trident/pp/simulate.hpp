@@ -64,8 +64,8 @@ inline std::string describe(const Schedule& schedule, int stage, size_t index) {
 // A message: (is gradient, microbatch, receiving virtual stage, from rank, to rank).
 using Message = std::tuple<bool, int, int, int, int>;
 
-inline Message message_of(const Action& a, int stage, int stages) {
-  const int g = a.chunk * stages + stage;
+inline Message message_of(const Action& a, int stage, const ChunkMap& map) {
+  const int g = map.virtual_stage(a.chunk, stage);
   const bool gradient = a.op == Op::send_backward || a.op == Op::recv_backward;
   if (is_send(a.op)) return {gradient, a.microbatch, gradient ? g - 1 : g + 1, stage, a.peer};
   return {gradient, a.microbatch, g, a.peer, stage};
@@ -73,15 +73,15 @@ inline Message message_of(const Action& a, int stage, int stages) {
 
 // Why action a on stage s, virtual stage g, cannot run when `done` holds the (op, microbatch,
 // chunk) the stage has run before it; empty if it can.
-inline std::string order_problem(const Action& a, int stages, int chunks, int s,
+inline std::string order_problem(const Action& a, const ChunkMap& map, int s,
                                  const std::set<std::tuple<Op, int, int>>& done) {
+  const int stages = map.stages;
   auto has = [&](Op op) { return done.count({op, a.microbatch, a.chunk}) > 0; };
   if (a.microbatch < 0 || a.chunk < 0) return "has a negative microbatch or chunk";
   if (!is_compute(a.op) && (a.peer < 0 || a.peer >= stages))
     return "names a peer outside stages 0.." + std::to_string(stages - 1);
   if (has(a.op)) return "happens twice";
-  const int g = a.chunk * stages + s;
-  const bool first = g == 0, last = g == chunks * stages - 1;
+  const bool first = map.is_first(a.chunk, s), last = map.is_last(a.chunk, s);
   switch (a.op) {
     case Op::forward:
       if (!first && !has(Op::recv_forward)) return "runs before its recv_forward";
@@ -116,14 +116,14 @@ inline std::string order_problem(const Action& a, int stages, int chunks, int s,
 
 // Every receive meets exactly one send and every send is received; `unreceived`: each send's
 // message -> (stage, index).
-inline void check_messages(const Schedule& schedule,
+inline void check_messages(const Schedule& schedule, const ChunkMap& map,
                            std::map<Message, std::pair<int, size_t>> unreceived) {
   const int stages = static_cast<int>(schedule.size());
   for (int s = 0; s < stages; ++s)
     for (size_t i = 0; i < schedule[s].size(); ++i) {
       const Action& a = schedule[s][i];
       if (!is_recv(a.op)) continue;
-      if (unreceived.erase(message_of(a, s, stages)) == 0)
+      if (unreceived.erase(message_of(a, s, map)) == 0)
         fail("pipeline schedule: " + describe(schedule, s, i) + " has no matching " +
              (a.op == Op::recv_forward ? "send_forward" : "send_backward") + " from stage " +
              std::to_string(a.peer) + " anywhere in the schedule");
@@ -135,30 +135,31 @@ inline void check_messages(const Schedule& schedule,
 }
 
 // The checks that do not depend on timing; throws Error naming the first offending action.
-inline void check_schedule(const Schedule& schedule, int chunks) {
+inline void check_schedule(const Schedule& schedule, const ChunkMap& map) {
   const int stages = static_cast<int>(schedule.size());
   std::map<Message, std::pair<int, size_t>> sent;  // send -> (stage, index)
   for (int s = 0; s < stages; ++s) {
     std::set<std::tuple<Op, int, int>> done;  // (op, microbatch, chunk)
     for (size_t i = 0; i < schedule[s].size(); ++i) {
       const Action& a = schedule[s][i];
-      const std::string why = order_problem(a, stages, chunks, s, done);
+      const std::string why = order_problem(a, map, s, done);
       if (!why.empty()) fail("pipeline schedule: " + describe(schedule, s, i) + " " + why);
       done.insert({a.op, a.microbatch, a.chunk});
-      if (is_send(a.op)) sent[message_of(a, s, stages)] = {s, i};
+      if (is_send(a.op)) sent[message_of(a, s, map)] = {s, i};
     }
   }
-  check_messages(schedule, std::move(sent));
+  check_messages(schedule, map, std::move(sent));
 }
 
 // The stages played against each other (schedule.hpp's semantics), filling a Simulation.
 class Player {
  public:
-  Player(const Schedule& schedule, const Costs& costs, int chunks)
+  Player(const Schedule& schedule, const Costs& costs, const ChunkMap& map)
       : schedule_(schedule),
         costs_(costs),
-        stages_(static_cast<int>(schedule.size())),
-        chunks_(chunks),
+        map_(map),
+        stages_(map.stages),
+        chunks_(map.chunks),
         in_flight_(stages_, 0),
         before_input_gradient_(stages_, 0),
         next_(stages_, 0),
@@ -193,7 +194,7 @@ class Player {
     if (is_recv(a.op)) {
       if (!receive(s, a)) return false;
     } else if (is_send(a.op)) {
-      sent_[message_of(a, s, stages_)] = clock_[s];
+      sent_[message_of(a, s, map_)] = clock_[s];
     } else {
       compute(s, a);
     }
@@ -201,7 +202,7 @@ class Player {
     return true;
   }
   bool receive(int s, const Action& a) {
-    const auto it = sent_.find(message_of(a, s, stages_));
+    const auto it = sent_.find(message_of(a, s, map_));
     if (it == sent_.end()) return false;
     double& t = clock_[s];
     const double begin = std::max(t, it->second), end = std::max(t, it->second + costs_.p2p);
@@ -231,6 +232,7 @@ class Player {
 
   const Schedule& schedule_;
   Costs costs_;
+  ChunkMap map_;
   int stages_, chunks_;
   Simulation sim_;
   std::vector<int> in_flight_, before_input_gradient_;
@@ -241,13 +243,17 @@ class Player {
 
 }  // namespace detail
 
-inline Simulation simulate(const std::vector<std::vector<Action>>& schedule, Costs costs = {}) {
+// placement: where the schedule's chunks sit (placement.hpp; chunk_map(spec).placement for a
+// schedule from make_schedule); the number of chunks is read from the actions.
+inline Simulation simulate(const std::vector<std::vector<Action>>& schedule, Costs costs = {},
+                           Placement placement = Placement::looped) {
   require(!schedule.empty(), "pipeline schedule: no stages to simulate");
   int chunks = 1;
   for (const auto& actions : schedule)
     for (const Action& a : actions) chunks = std::max(chunks, a.chunk + 1);
-  detail::check_schedule(schedule, chunks);
-  return detail::Player(schedule, costs, chunks).play();
+  const ChunkMap map{placement, static_cast<int>(schedule.size()), chunks};
+  detail::check_schedule(schedule, map);
+  return detail::Player(schedule, costs, map).play();
 }
 
 }  // namespace trident::pp

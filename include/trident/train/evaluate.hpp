@@ -35,10 +35,11 @@ template <class M, class T, class S, class Run>
 void run_forward_only(Trainer<M, T, S>& t, int microbatches, Run&& run) {
   const CommStats counted = comm_stats();
   const TrainOptions& o = t.options();
+  const pp::ChunkMap map = o.chunk_map();  // the training schedule's placement
   const auto schedule = pp::make_schedule(
-      {pp::ScheduleKind::forward_only, o.mesh.pp, microbatches, o.virtual_stages});
+      {pp::ScheduleKind::forward_only, o.mesh.pp, microbatches, o.virtual_stages, map.placement});
   pp::Executor<T> executor(t.mesh().pp(), schedule[t.mesh().stage()], microbatches,
-                           o.virtual_stages, t.chunk(0).activation_size());
+                           o.virtual_stages, t.chunk(0).activation_size(), false, map.placement);
   ForwardOnlyStage<T, Run&> stage{run};
   executor.run(stage, detail::now_seconds());
   for (int c = 0; c < t.chunks(); ++c) t.chunk(c).store().end_step();  // ZeRO-3's gathered copies
@@ -64,8 +65,8 @@ template <class M, class T, class S>
       sum += t.chunk(c).forward_only(micro[mb], in, out, scale);
     });
   }
-  // summed over the microbatches and DP replicas of the last stage (TP rank 0), as in step()
-  const bool counts = t.mesh().is_last_stage() && t.mesh().coord().tp == 0;
+  // summed over the microbatches and DP replicas of the loss's stage (TP rank 0), as in step()
+  const bool counts = o.holds_loss(t.mesh().stage()) && t.mesh().coord().tp == 0;
   return t.mesh().world().all_reduce_value(counts ? sum : 0.0) / batches;
 }
 

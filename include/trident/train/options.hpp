@@ -27,7 +27,7 @@ struct TrainOptions {
   bool sequence_parallel = false;
   pp::ScheduleKind schedule = pp::ScheduleKind::one_f_one_b;
   int microbatches = 1;        // per DP replica per step
-  int virtual_stages = 1;      // model chunks per pipeline rank (interleaved schedule)
+  int virtual_stages = 1;      // model chunks per pipeline rank (interleaved; zbv: 2)
   std::vector<int> pp_layers;  // layers per virtual stage; empty = balanced by cost (auto)
   Recompute recompute = Recompute::none;  // none or full (per block); not selective
   ZeroPolicy zero;
@@ -38,6 +38,10 @@ struct TrainOptions {
   bool skip_nonfinite = false;  // skip a step whose loss or gradient norm is not finite
 
   int virtual_stage_count() const { return mesh.pp * virtual_stages; }
+  // Which pipeline rank holds which virtual stage (pp/placement.hpp): looped, or ZB-V's V.
+  pp::ChunkMap chunk_map() const { return {pp::placement_of(schedule), mesh.pp, virtual_stages}; }
+  // Whether pipeline rank `stage` holds the last virtual stage (the LM head and the loss).
+  bool holds_loss(int stage) const { return chunk_map().last_rank() == stage; }
   int rows_per_microbatch() const { return batch / (mesh.dp * microbatches); }
 };
 
@@ -71,16 +75,22 @@ void validate(const M& model, const TrainOptions& o, int world_size) {
   const int rows = o.microbatches >= 1 ? o.rows_per_microbatch() : o.batch;  // checked below
   model.validate(ModelRun{o.mesh.tp, o.sequence_parallel, rows});
   require(o.virtual_stages >= 1, "--virtual-stages must be at least 1, got " + s(o.virtual_stages));
-  require(o.virtual_stages == 1 || o.schedule == pp::ScheduleKind::interleaved,
-          std::string("virtual stages need the interleaved schedule (") +
+  require(o.virtual_stages == 1 || o.schedule == pp::ScheduleKind::interleaved ||
+              o.schedule == pp::ScheduleKind::zbv,
+          std::string("virtual stages need the interleaved or zbv schedule (") +
               pp::to_string(o.schedule) + " runs 1 model chunk per pipeline rank)");
+  require(o.virtual_stages == 2 || o.schedule != pp::ScheduleKind::zbv,
+          "zbv runs 2 model chunks per pipeline rank, placed in a V: --virtual-stages must be 2 "
+          "(got " +
+              s(o.virtual_stages) + ")");
   require(o.recompute != Recompute::selective,
           "--recompute: the trainer recomputes none or full blocks; selective recomputation is "
           "modelled by the planner only");
-  require(!(o.recompute == Recompute::full && o.schedule == pp::ScheduleKind::zb_h1),
-          "zb-h1 cannot honour --recompute: its W pass (weight gradients) runs after B and needs "
-          "the block activations that full recomputation drops after B; use 1f1b with "
-          "--recompute");
+  require(!(o.recompute == Recompute::full && pp::splits_backward(o.schedule)),
+          std::string(pp::to_string(o.schedule)) +
+              " cannot honour --recompute: its W pass (weight gradients) runs after B and needs "
+              "the block activations that full recomputation drops after B; use 1f1b with "
+              "--recompute");
   layer_split(model, o);
   require(o.microbatches >= 1, "microbatches must be at least 1");
   pp::validate({o.schedule, o.mesh.pp, o.microbatches, o.virtual_stages});

@@ -84,9 +84,12 @@ RunReport make_report(Trainer<M, T, S>& t, const std::vector<StepResult>& measur
   // no measured step (a run of one step): no bubble to report
   report.bubble = makespan > 0 ? 1.0 - compute / (report.ranks.size() * makespan) : std::nan("");
   const TrainOptions& o = t.options();
-  // GPipe, 1F1B and interleaved 1F1B: (p-1)/(v m + p-1); ZB-H1 with F = B = W: (p-1)/(3m + p-1)
+  // GPipe, 1F1B and interleaved 1F1B: (p-1)/(v m + p-1); ZB-H1 with F = B = W: (p-1)/(3m + p-1);
+  // ZB-V with F = B = W: idle / (3m + idle), idle = max((p-1)/2, 2p-1-m)
   report.bubble_formula = o.schedule == pp::ScheduleKind::zb_h1
                               ? plan::zb_h1_bubble_share(o.mesh.pp, o.microbatches)
+                          : o.schedule == pp::ScheduleKind::zbv
+                              ? plan::zbv_bubble_share(o.mesh.pp, o.microbatches)
                               : plan::bubble_share(o.mesh.pp, o.microbatches, o.virtual_stages);
   return report;
 }
@@ -101,9 +104,11 @@ void print_stage_balance(const RunReport& r, const M& model, const TrainOptions&
   const pp::StageCosts costs = model.stage_costs();
   std::vector<double> predicted(p, 0), measured(p, 0);
   std::vector<std::string> layers(p);
+  const pp::ChunkMap map = o.chunk_map();
   for (int g = 0; g < stages; ++g) {
-    predicted[g % p] += pp::virtual_stage_cost(costs, g, stages, split[g]);
-    layers[g % p] += (layers[g % p].empty() ? "" : "+") + std::to_string(split[g]);
+    const int s = map.rank(g);
+    predicted[s] += pp::virtual_stage_cost(costs, g, stages, split[g]);
+    layers[s] += (layers[s].empty() ? "" : "+") + std::to_string(split[g]);
   }
   for (const RankFigures& f : r.ranks) measured[int(f.pp)] += f.compute / (o.mesh.tp * o.mesh.dp);
   double cost_sum = 0, busy_sum = 0;
@@ -114,8 +119,9 @@ void print_stage_balance(const RunReport& r, const M& model, const TrainOptions&
       o.pp_layers.empty() ? "auto" : "given");
   for (int s = 0; s < p; ++s)
     std::printf("  stage %d: layers %-8s %s%s %8.2f / %-8.2f\n", s, layers[s].c_str(),
-                s == 0 ? "+embedding" : "          ", s == p - 1 ? "+head" : "     ",
-                1e3 * busy_sum * predicted[s] / cost_sum, 1e3 * measured[s]);
+                s == map.rank(0) ? "+embedding" : "          ",
+                s == map.last_rank() ? "+head" : "     ", 1e3 * busy_sum * predicted[s] / cost_sum,
+                1e3 * measured[s]);
 }
 
 template <class M>
@@ -164,6 +170,11 @@ void print_report(const RunReport& r, const M& model, const TrainOptions& o) {
     std::printf(
         "\npipeline bubble: measured %s, formula (p-1)/(3m+p-1) = %.3f for equal F, B, W "
         "(Qi et al. 2023; p=%d, m=%d)\n",
+        bubble, r.bubble_formula, o.mesh.pp, o.microbatches);
+  else if (o.mesh.pp > 1 && o.schedule == pp::ScheduleKind::zbv)
+    std::printf(
+        "\npipeline bubble: measured %s, idle/(3m+idle) with idle = max((p-1)/2, 2p-1-m) = %.3f "
+        "for equal F, B, W (the simulated ZB-V; Qi et al. 2024: 0; p=%d, m=%d)\n",
         bubble, r.bubble_formula, o.mesh.pp, o.microbatches);
   else if (o.mesh.pp > 1)
     std::printf(

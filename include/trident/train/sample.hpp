@@ -79,7 +79,7 @@ std::vector<std::int32_t> sample(Trainer<M, T, S>& t, const std::vector<std::int
                                        ", outside the vocabulary [0, " + std::to_string(vocab) +
                                        ")");
   const Mesh<>& mesh = t.mesh();
-  const int chooser = mesh.rank_of({0, mesh.shape().pp - 1, 0});
+  const int chooser = mesh.rank_of({0, t.options().chunk_map().last_rank(), 0});
   std::vector<std::int32_t> text = prompt, out;
   std::vector<T> logits(vocab);
   for (int i = 0; i < s.tokens; ++i) {

@@ -57,11 +57,12 @@ UnitSpec tied_unit(const M& model, const std::vector<int>& split, int stage,
 }
 }  // namespace detail
 
-// Checks every tie of the model; returns them located on the rank of pipeline stage `stage`
-// (of p) whose chunk c holds virtual stage c * p + stage.
+// Checks every tie of the model; returns them located on the rank of pipeline stage `stage`,
+// whose chunks hold the virtual stages `map` gives (pp/placement.hpp).
 template <class M>
-std::vector<LocalTie> locate_ties(const M& model, const std::vector<int>& split, int tp, int p,
-                                  int stage) {
+std::vector<LocalTie> locate_ties(const M& model, const std::vector<int>& split, int tp,
+                                  const pp::ChunkMap& map, int stage) {
+  const int p = map.stages;
   std::vector<LocalTie> out;
   const int stages = static_cast<int>(split.size());
   for (const Tie& t : model.ties(stages)) {
@@ -77,7 +78,7 @@ std::vector<LocalTie> locate_ties(const M& model, const std::vector<int>& split,
                              detail::unit_text(b) + ")";
     require(same, "cannot tie " + both + ": their shapes or placements differ");
     if (t.stage == t.other_stage) continue;  // one copy: the model declares it once
-    const int ra = t.stage % p, rb = t.other_stage % p;
+    const int ra = map.rank(t.stage), rb = map.rank(t.other_stage);
     require(ra == rb || (std::min(ra, rb) == 0 && std::max(ra, rb) == p - 1),
             "cannot tie " + both +
                 ": tied copies must be on one pipeline rank or on the first "
@@ -85,8 +86,8 @@ std::vector<LocalTie> locate_ties(const M& model, const std::vector<int>& split,
                 std::to_string(ra) + " and " + std::to_string(rb) + ")");
     LocalTie l{t};
     auto locate = [&](int g, const std::string& name, int& chunk, int& unit) {
-      if (g % p != stage) return;
-      chunk = g / p;
+      if (map.rank(g) != stage) return;
+      chunk = map.chunk(g);
       const std::vector<UnitSpec> units = model.units(stage_spec(split, g), tp);
       for (int u = 0; u < static_cast<int>(units.size()); ++u)
         if (units[u].name == name) unit = u;

@@ -61,15 +61,16 @@ class Trainer {
     tp_ = {&mesh_.tp(), o_.sequence_parallel};
     const std::vector<int> split = layer_split(model_, o_);
     const int p = o_.mesh.pp, v = o_.virtual_stages;
-    ties_ = locate_ties(model_, split, o_.mesh.tp, p, mesh_.stage());
+    const pp::ChunkMap map = o_.chunk_map();
+    ties_ = locate_ties(model_, split, o_.mesh.tp, map, mesh_.stage());
     for (int c = 0; c < v; ++c)
-      chunks_.push_back(
-          std::make_unique<Chunk>(model_, tp_, stage_spec(split, c * p + mesh_.stage()),
-                                  o_.rows_per_microbatch(), mesh_.dp(), o_.zero, o_.recompute));
+      chunks_.push_back(std::make_unique<Chunk>(
+          model_, tp_, stage_spec(split, map.virtual_stage(c, mesh_.stage())),
+          o_.rows_per_microbatch(), mesh_.dp(), o_.zero, o_.recompute));
     const auto schedule = pp::make_schedule({o_.schedule, p, o_.microbatches, v});
     executor_ =
         std::make_unique<pp::Executor<T>>(mesh_.pp(), schedule[mesh_.stage()], o_.microbatches, v,
-                                          chunks_[0]->activation_size(), o_.verbose);
+                                          chunks_[0]->activation_size(), o_.verbose, map.placement);
   }
 
   const M& model() const { return model_; }
@@ -146,8 +147,9 @@ class Trainer {
     r.intervals = executor_->run(stage, origin);
     for (auto& c : chunks_) c->store().finish_gradient_reduction();
     sync_replicated_gradients();
-    // the loss: summed over the microbatches and DP replicas of the last stage (TP rank 0)
-    const bool counts = mesh_.is_last_stage() && mesh_.coord().tp == 0;
+    // the loss: summed over the microbatches and DP replicas of the stage holding the last
+    // virtual stage (TP rank 0): the last stage, or stage 0 in ZB-V's V
+    const bool counts = o_.holds_loss(mesh_.stage()) && mesh_.coord().tp == 0;
     const bool poison = fault::armed("nan-loss", mesh_.world().rank(), step_);
     r.loss = mesh_.world().all_reduce_value(poison ? std::nan("") : counts ? stage.loss : 0.0);
     if (apply) optimizer(r);
