@@ -13,21 +13,18 @@
 
 namespace trident {
 
-// Sum of squares of n gradients in double (for the global norm), vectorised: floats and
-// doubles through Eigen, bf16 converted element by element.
+// Sum of squares of n gradients (float, double or bf16) in double, for the global norm. One
+// loop, vectorised as an OpenMP SIMD reduction (a plain floating-point sum stays scalar: the
+// compiler may not reorder it); the order of the partial sums is fixed by the vector width.
 template <class G>
 double square_sum(const G* x, std::size_t n) {
-  if constexpr (std::is_same_v<G, bf16>) {
-    double sum = 0;
-    for (std::size_t k = 0; k < n; ++k) {
-      const double value = to_float(x[k]);
-      sum += value * value;
-    }
-    return sum;
-  } else {
-    using V = Eigen::Matrix<G, Eigen::Dynamic, 1>;
-    return Eigen::Map<const V>(x, Eigen::Index(n)).template cast<double>().squaredNorm();
+  double sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (std::size_t k = 0; k < n; ++k) {
+    const double value = to_float(x[k]);
+    sum += value * value;
   }
+  return sum;
 }
 
 struct AdamW {
