@@ -142,7 +142,9 @@ class DecoderStage {
     Stash& st = stash_.at(mb);
     const std::size_t size = activation_size();
     const bool in = nn::computes_input(part), wt = nn::computes_weights(part);
-    Buffer<T> d(MemoryKind::buffers, in ? size : 0), dnext(MemoryKind::buffers, in ? size : 0);
+    // each written whole before it is read (the head's or the next stage's gradient, a block's dx)
+    Buffer<T> d(MemoryKind::buffers, in ? size : 0, Fill::none),
+        dnext(MemoryKind::buffers, in ? size : 0, Fill::none);
     std::size_t k = params_.uses();  // walk the use order in reverse
     if (spec_.last()) {
       const std::size_t h = units_.head.size();

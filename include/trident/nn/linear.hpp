@@ -9,9 +9,18 @@
 
 #include <trident/backend/cpu/gemm.hpp>
 #include <trident/nn/backward_part.hpp>
-#include <trident/nn/column_blocks.hpp>
 
 namespace trident::nn {
+
+// dout: (N, O) -> dbias: (O) += the column sums of dout. Row by row, vectorised along the row, no
+// OpenMP (one pass over dout): the sum of each column runs in row order whatever the threads.
+template <class T>
+void bias_backward(T* dbias, const T* dout, int N, int O) {
+  for (int i = 0; i < N; ++i) {
+    const T* row = dout + static_cast<std::ptrdiff_t>(i) * O;
+    for (int o = 0; o < O; ++o) dbias[o] += row[o];
+  }
+}
 
 // x: (N, I), w: (I, O), bias: (O) or nullptr -> out: (N, O)
 // The bias is written first and the product accumulated onto it (beta 1): one pass over out
@@ -39,13 +48,7 @@ void linear_backward(T* dx, T* dw, T* dbias, const T* dout, const T* x, const T*
   if (!computes_weights(part)) return;
   backend::gemm(backend::view(dw, I, O), backend::cview(x, N, I), backend::cview(dout, N, O), true,
                 false, 1);
-  if (!dbias) return;
-  for_column_blocks(O, [&](int o0, int o1) {
-    for (int i = 0; i < N; ++i) {
-      const T* row = dout + static_cast<std::ptrdiff_t>(i) * O;
-      for (int o = o0; o < o1; ++o) dbias[o] += row[o];
-    }
-  });
+  if (dbias) bias_backward(dbias, dout, N, O);
 }
 
 }  // namespace trident::nn

@@ -12,6 +12,7 @@
 #include <trident/nn/gelu.hpp>
 #include <trident/nn/layernorm.hpp>
 #include <trident/nn/linear.hpp>
+#include <trident/nn/residual.hpp>
 #include <trident/nn/rmsnorm.hpp>
 #include <trident/nn/rope.hpp>
 #include <trident/nn/swiglu.hpp>

@@ -111,8 +111,7 @@ struct RowParallelLinear {
   void backward(const TensorParallel& tp, T* dx, T* dw, T* db, const T* dy, T* dy_full, const T* x,
                 const T* w, int N, nn::BackwardPart part = nn::BackwardPart::both) const {
     const int n = tp.local_rows(N);
-    if (db && nn::computes_weights(part))
-      RowMap<T>(db, out) += CMatMap<T>(dy, n, out).colwise().sum();
+    if (db && nn::computes_weights(part)) nn::bias_backward(db, dy, n, out);
     const T* d = !nn::computes_input(part) ? (tp.sequence_parallel ? dy_full : dy)
                                            : tp.g_backward(dy, dy_full, N, out);
     nn::linear_backward(dx, dw, static_cast<T*>(nullptr), d, x, w, N, in, out, part);

@@ -18,6 +18,7 @@
 #include "../../nn/attention.hpp"
 #include "../../nn/gelu.hpp"
 #include "../../nn/layernorm.hpp"
+#include "../../nn/residual.hpp"
 #include "../../tp/linear.hpp"
 #include "params.hpp"
 
@@ -98,10 +99,14 @@ class Block {
     act(a.probs, std::size_t(B_) * Hl_ * seq_ * seq_), act(a.att, N * Cl_), act(a.x2, n * C_);
     act(a.ln2_mean, n), act(a.ln2_rstd, n), act(a.ln2, N * C_), act(a.fc, N * 4 * Cl_);
     act(a.act, N * 4 * Cl_);
-    Buffer<T> ln_local(MemoryKind::buffers, tp_.sequence_parallel ? n * C_ : 0);
-    Buffer<T> y_partial(MemoryKind::buffers, N * C_), y(MemoryKind::buffers, n * C_);
-    T* ln_out1 = tp_.sequence_parallel ? ln_local.data() : a.ln1.data();
-    T* ln_out2 = tp_.sequence_parallel ? ln_local.data() : a.ln2.data();
+    const bool sp = tp_.sequence_parallel;
+    Buffer<T> ln_local(MemoryKind::buffers, sp ? n * C_ : 0, Fill::none);
+    // the projections' output; without SP their partial sums are reduced in place
+    Buffer<T> y(MemoryKind::buffers, n * C_, Fill::none),
+        y_partial(MemoryKind::buffers, sp ? N * C_ : 0, Fill::none);
+    T* partial = sp ? y_partial.data() : y.data();
+    T* ln_out1 = sp ? ln_local.data() : a.ln1.data();
+    T* ln_out2 = sp ? ln_local.data() : a.ln2.data();
 
     // attention half
     nn::layernorm_forward(ln_out1, a.ln1_mean.data(), a.ln1_rstd.data(), a.x.data(),
@@ -109,17 +114,15 @@ class Block {
     qkv_.forward(tp_, a.qkv.data(), ln_out1, a.ln1.data(), w + offset_[kQkvW], w + offset_[kQkvB],
                  N);
     nn::attention_forward(a.att.data(), a.probs.data(), a.qkv.data(), B_, seq_, Hl_, D_);
-    proj_.forward(tp_, y.data(), y_partial.data(), a.att.data(), w + offset_[kAttnProjW],
-                  w + offset_[kAttnProjB], N);
-    add(a.x2.data(), a.x.data(), y.data(), n * C_);
-    // MLP half
-    nn::layernorm_forward(ln_out2, a.ln2_mean.data(), a.ln2_rstd.data(), a.x2.data(),
-                          w + offset_[kLn2W], w + offset_[kLn2B], n, C_);
+    proj_.forward(tp_, y.data(), partial, a.att.data(), w + offset_[kAttnProjW], nullptr, N);
+    // x2 = x + (y + proj bias) and LN2(x2) in one pass (nn/residual.hpp); then the MLP half
+    nn::residual_layernorm_forward(a.x2.data(), ln_out2, a.ln2_mean.data(), a.ln2_rstd.data(),
+                                   a.x.data(), y.data(), w + offset_[kAttnProjB],
+                                   w + offset_[kLn2W], w + offset_[kLn2B], n, C_);
     fc_.forward(tp_, a.fc.data(), ln_out2, a.ln2.data(), w + offset_[kFcW], w + offset_[kFcB], N);
     nn::gelu_forward(a.act.data(), a.fc.data(), a.fc.size());
-    mlp_proj_.forward(tp_, y.data(), y_partial.data(), a.act.data(), w + offset_[kMlpProjW],
-                      w + offset_[kMlpProjB], N);
-    add(out, a.x2.data(), y.data(), n * C_);
+    mlp_proj_.forward(tp_, y.data(), partial, a.act.data(), w + offset_[kMlpProjW], nullptr, N);
+    nn::residual_forward(out, a.x2.data(), y.data(), w + offset_[kMlpProjB], n, C_);
   }
 
   // dout: (n, C) gradient of the output; dx: (n, C) gradient of the input (overwritten).
@@ -139,7 +142,7 @@ class Block {
     const bool fused = part == nn::BackwardPart::both;
     if (in) {  // kept until W (activations) when W runs later, scratch when fused
       const MemoryKind kind = fused ? MemoryKind::buffers : MemoryKind::activations;
-      auto keep = [&](Buffer<T>& b, std::size_t size) { b.allocate(kind, size); };
+      auto keep = [&](Buffer<T>& b, std::size_t size) { b.allocate(kind, size, Fill::none); };
       keep(d.dy_mlp, sp ? N * C_ : 0), keep(d.dy_attn, sp && !fused ? N * C_ : 0);
       keep(d.d_fc, N * 4 * Cl_), keep(d.dx2, n * C_), keep(d.d_qkv, N * 3 * Cl_);
       if (part == nn::BackwardPart::input)
@@ -148,10 +151,10 @@ class Block {
     const T* dy = part == nn::BackwardPart::weight ? d.dout.data() : dout;
     // fused: the attention half reuses the MLP half's gathered dy, done with by then
     T* dy_attn = fused ? d.dy_mlp.data() : d.dy_attn.data();
-    Buffer<T> d_att(MemoryKind::buffers, in ? N * Cl_ : 0),
-        dln_full(MemoryKind::buffers, in && sp ? N * C_ : 0),
-        d_ln_in(MemoryKind::buffers, in ? n * C_ : 0),
-        dln(MemoryKind::buffers, in ? n * C_ : 0);  // LN2's, then LN1's dy
+    // all overwritten before they are read
+    Buffer<T> d_att(MemoryKind::buffers, in ? N * Cl_ : 0, Fill::none),
+        dln_full(MemoryKind::buffers, in && sp ? N * C_ : 0, Fill::none),
+        dln(MemoryKind::buffers, in ? n * C_ : 0, Fill::none);  // LN2's, then LN1's dy
     auto W = [&](int k) { return w ? w + offset_[k] : nullptr; };
     auto G = [&](int k) { return g ? g + offset_[k] : nullptr; };
 
@@ -161,11 +164,11 @@ class Block {
     if (in) nn::gelu_backward(d.d_fc.data(), d.d_fc.data(), a.fc.data(), d.d_fc.size());
     fc_.backward(tp_, dln.data(), sp ? dln_full.data() : dln.data(), G(kFcW), G(kFcB),
                  d.d_fc.data(), a.ln2.data(), W(kFcW), N, part);
-    if (in) {  // the LayerNorms' both halves in B: W has nothing left of them to do
-      nn::layernorm_backward(d_ln_in.data(), G(kLn2W), G(kLn2B), dln.data(), a.x2.data(), W(kLn2W),
-                             a.ln2_mean.data(), a.ln2_rstd.data(), n, C_);
-      add(d.dx2.data(), dy, d_ln_in.data(), n * C_);
-    }
+    if (in)  // the LayerNorms' both halves in B (W has nothing left of them to do), and the
+             // residual's gradient: dx2 = dy + LN2's input gradient, in one pass
+      nn::layernorm_backward(d.dx2.data(), G(kLn2W), G(kLn2B), dln.data(), a.x2.data(), W(kLn2W),
+                             a.ln2_mean.data(), a.ln2_rstd.data(), n, C_, nn::BackwardPart::both,
+                             dy);
     // attention half: x2 = x + proj(attention(qkv(ln1(x))))
     proj_.backward(tp_, d_att.data(), G(kAttnProjW), G(kAttnProjB), d.dx2.data(), dy_attn,
                    a.att.data(), W(kAttnProjW), N, part);
@@ -174,18 +177,13 @@ class Block {
                              Hl_, D_);
     qkv_.backward(tp_, dln.data(), sp ? dln_full.data() : dln.data(), G(kQkvW), G(kQkvB),
                   d.d_qkv.data(), a.ln1.data(), W(kQkvW), N, part);
-    if (in) {
-      nn::layernorm_backward(d_ln_in.data(), G(kLn1W), G(kLn1B), dln.data(), a.x.data(), W(kLn1W),
-                             a.ln1_mean.data(), a.ln1_rstd.data(), n, C_);
-      add(dx, d.dx2.data(), d_ln_in.data(), n * C_);
-    }
+    if (in)  // dx = dx2 + LN1's input gradient
+      nn::layernorm_backward(dx, G(kLn1W), G(kLn1B), dln.data(), a.x.data(), W(kLn1W),
+                             a.ln1_mean.data(), a.ln1_rstd.data(), n, C_, nn::BackwardPart::both,
+                             d.dx2.data());
   }
 
  private:
-  static void add(T* out, const T* a, const T* b, std::size_t n) {
-    VecMap<T>(out, n) = CVecMap<T>(a, n) + CVecMap<T>(b, n);
-  }
-
   const TensorParallel& tp_;
   int seq_, B_, C_, Cl_, Hl_, D_;
   std::array<std::size_t, kBlockParams> offset_{};

@@ -73,8 +73,9 @@ class Head {
                 T* const* g, T scale, nn::BackwardPart part) const {
     const int N = N_, n = tp_.local_rows(N), C = C_;
     const bool in = nn::computes_input(part);
-    Buffer<T> dfull(MemoryKind::buffers, in && tp_.sequence_parallel ? std::size_t(N) * C : 0),
-        dln(MemoryKind::buffers, in ? std::size_t(n) * C : 0);  // LN_f's output gradient
+    Buffer<T> dfull(MemoryKind::buffers, in && tp_.sequence_parallel ? std::size_t(N) * C : 0,
+                    Fill::none),
+        dln(MemoryKind::buffers, in ? std::size_t(n) * C : 0, Fill::none);  // LN_f's dy
     head_.backward(tp_, dln.data(), tp_.sequence_parallel ? dfull.data() : dln.data(), g[1],
                    a.probs.data(), data.targets.data(), a.lnf.data(), w ? w[1] : nullptr, scale, N,
                    part);

@@ -16,6 +16,7 @@
 
 #include "../../core/memory.hpp"
 #include "../../nn/attention.hpp"
+#include "../../nn/residual.hpp"
 #include "../../nn/rmsnorm.hpp"
 #include "../../nn/rope.hpp"
 #include "../../nn/swiglu.hpp"
@@ -96,10 +97,14 @@ class Block {
     act(a.rstd1, n), act(a.norm1, N * C_), act(a.qkv, N * Wd);
     act(a.probs, std::size_t(B_) * Hl_ * seq_ * seq_), act(a.att, N * Hl_ * D_), act(a.x2, n * C_);
     act(a.rstd2, n), act(a.norm2, N * C_), act(a.gate_up, N * 2 * Fl_), act(a.act, N * Fl_);
-    Buffer<T> norm_local(MemoryKind::buffers, tp_.sequence_parallel ? n * C_ : 0);
-    Buffer<T> y_partial(MemoryKind::buffers, N * C_), y(MemoryKind::buffers, n * C_);
-    T* norm_out1 = tp_.sequence_parallel ? norm_local.data() : a.norm1.data();
-    T* norm_out2 = tp_.sequence_parallel ? norm_local.data() : a.norm2.data();
+    const bool sp = tp_.sequence_parallel;
+    Buffer<T> norm_local(MemoryKind::buffers, sp ? n * C_ : 0, Fill::none);
+    // the row-parallel layers' output; without SP their partial sums are reduced in place
+    Buffer<T> y(MemoryKind::buffers, n * C_, Fill::none),
+        y_partial(MemoryKind::buffers, sp ? N * C_ : 0, Fill::none);
+    T* partial = sp ? y_partial.data() : y.data();
+    T* norm_out1 = sp ? norm_local.data() : a.norm1.data();
+    T* norm_out2 = sp ? norm_local.data() : a.norm2.data();
 
     // attention half
     nn::rmsnorm_forward(norm_out1, a.rstd1.data(), a.x.data(), w + offset_[kAttnNorm], int(n), C_,
@@ -107,18 +112,17 @@ class Block {
     qkv_.forward(tp_, a.qkv.data(), norm_out1, a.norm1.data(), qkv_weights(w), int(N));
     nn::rope_forward(a.qkv.data(), rope_, int(N), B_, Hl_ + KVl_, int(Wd));  // q and k
     nn::attention_forward(a.att.data(), a.probs.data(), a.qkv.data(), B_, seq_, Hl_, KVl_, D_);
-    o_.forward(tp_, y.data(), y_partial.data(), a.att.data(), w + offset_[kO], nullptr, int(N));
-    add(a.x2.data(), a.x.data(), y.data(), n * C_);
-    // MLP half
-    nn::rmsnorm_forward(norm_out2, a.rstd2.data(), a.x2.data(), w + offset_[kMlpNorm], int(n), C_,
-                        eps_);
+    o_.forward(tp_, y.data(), partial, a.att.data(), w + offset_[kO], nullptr, int(N));
+    // x2 = x + y and RMSNorm2(x2) in one pass (nn/residual.hpp); then the MLP half
+    nn::residual_rmsnorm_forward(a.x2.data(), norm_out2, a.rstd2.data(), a.x.data(), y.data(),
+                                 static_cast<const T*>(nullptr), w + offset_[kMlpNorm], int(n), C_,
+                                 eps_);
     gate_up_.forward(tp_, a.gate_up.data(), norm_out2, a.norm2.data(), w + offset_[kGateUp],
                      nullptr, int(N));
     nn::swiglu_forward(a.act.data(), a.gate_up.data(), a.gate_up.data() + Fl_, int(N), Fl_,
                        2 * Fl_);
-    down_.forward(tp_, y.data(), y_partial.data(), a.act.data(), w + offset_[kDown], nullptr,
-                  int(N));
-    add(out, a.x2.data(), y.data(), n * C_);
+    down_.forward(tp_, y.data(), partial, a.act.data(), w + offset_[kDown], nullptr, int(N));
+    nn::residual_forward(out, a.x2.data(), y.data(), static_cast<const T*>(nullptr), int(n), C_);
   }
 
   // One half, or both, of the backward (nn/backward_part.hpp). dout: (n, C) the output's
@@ -131,7 +135,7 @@ class Block {
     if (in) {  // kept until W (activations) when W runs later, scratch when fused
       const MemoryKind kind =
           part == nn::BackwardPart::both ? MemoryKind::buffers : MemoryKind::activations;
-      auto keep = [&](Buffer<T>& b, std::size_t size) { b.allocate(kind, size); };
+      auto keep = [&](Buffer<T>& b, std::size_t size) { b.allocate(kind, size, Fill::none); };
       keep(d.dy_mlp, sp ? N * C_ : 0), keep(d.dy_attn, sp ? N * C_ : 0);
       keep(d.d_gate_up, N * 2 * Fl_), keep(d.dnorm2, n * C_), keep(d.dx2, n * C_);
       keep(d.dnorm1, n * C_), keep(d.d_qkv, N * Wd);
@@ -139,10 +143,10 @@ class Block {
         keep(d.dout, n * C_), std::copy_n(dout, n * C_, d.dout.data());
     }
     const T* dy = part == nn::BackwardPart::weight ? d.dout.data() : dout;
-    Buffer<T> d_act(MemoryKind::buffers, in ? N * Fl_ : 0),
-        d_att(MemoryKind::buffers, in ? N * Hl_ * D_ : 0),
-        dnorm_full(MemoryKind::buffers, in && sp ? N * C_ : 0),
-        d_norm_in(MemoryKind::buffers, in ? n * C_ : 0);
+    // all overwritten before they are read
+    Buffer<T> d_act(MemoryKind::buffers, in ? N * Fl_ : 0, Fill::none),
+        d_att(MemoryKind::buffers, in ? N * Hl_ * D_ : 0, Fill::none),
+        dnorm_full(MemoryKind::buffers, in && sp ? N * C_ : 0, Fill::none);
     auto W = [&](int k) { return w ? w + offset_[k] : nullptr; };
     auto G = [&](int k) { return g ? g + offset_[k] : nullptr; };
 
@@ -154,9 +158,9 @@ class Block {
                           a.gate_up.data(), a.gate_up.data() + Fl_, int(N), Fl_, 2 * Fl_);
     gate_up_.backward(tp_, d.dnorm2.data(), sp ? dnorm_full.data() : d.dnorm2.data(), G(kGateUp),
                       nullptr, d.d_gate_up.data(), a.norm2.data(), W(kGateUp), int(N), part);
-    nn::rmsnorm_backward(d_norm_in.data(), G(kMlpNorm), d.dnorm2.data(), a.x2.data(), W(kMlpNorm),
-                         a.rstd2.data(), int(n), C_, part);
-    if (in) add(d.dx2.data(), dy, d_norm_in.data(), n * C_);
+    // dx2 = dy + RMSNorm2's input gradient, in one pass (input half)
+    nn::rmsnorm_backward(d.dx2.data(), G(kMlpNorm), d.dnorm2.data(), a.x2.data(), W(kMlpNorm),
+                         a.rstd2.data(), int(n), C_, part, dy);
     // attention half: x2 = x + o(attention(rope(qkv(rmsnorm1(x)))))
     o_.backward(tp_, d_att.data(), G(kO), nullptr, d.dx2.data(), d.dy_attn.data(), a.att.data(),
                 W(kO), int(N), part);
@@ -168,15 +172,12 @@ class Block {
     qkv_.backward(tp_, d.dnorm1.data(), sp ? dnorm_full.data() : d.dnorm1.data(),
                   {G(kQ), G(kK), G(kV)}, d.d_qkv.data(), a.norm1.data(), qkv_weights(w), int(N),
                   part);
-    nn::rmsnorm_backward(d_norm_in.data(), G(kAttnNorm), d.dnorm1.data(), a.x.data(), W(kAttnNorm),
-                         a.rstd1.data(), int(n), C_, part);
-    if (in) add(dx, d.dx2.data(), d_norm_in.data(), n * C_);
+    // dx = dx2 + RMSNorm1's input gradient
+    nn::rmsnorm_backward(dx, G(kAttnNorm), d.dnorm1.data(), a.x.data(), W(kAttnNorm),
+                         a.rstd1.data(), int(n), C_, part, static_cast<const T*>(d.dx2.data()));
   }
 
  private:
-  static void add(T* out, const T* a, const T* b, std::size_t n) {
-    VecMap<T>(out, n) = CVecMap<T>(a, n) + CVecMap<T>(b, n);
-  }
   std::array<const T*, 3> qkv_weights(const T* w) const {
     if (!w) return {nullptr, nullptr, nullptr};
     return {w + offset_[kQ], w + offset_[kK], w + offset_[kV]};

@@ -59,11 +59,12 @@ class Head {
                 T* const* g, T scale, nn::BackwardPart part) const {
     const int N = N_, n = tp_.local_rows(N);
     const bool in = nn::computes_input(part);
-    Buffer<T> dfull(MemoryKind::buffers, in && tp_.sequence_parallel ? std::size_t(N) * C_ : 0);
-    if (in)
+    Buffer<T> dfull(MemoryKind::buffers, in && tp_.sequence_parallel ? std::size_t(N) * C_ : 0,
+                    Fill::none);
+    if (in)  // written whole by the head's input half
       a.dnorm.allocate(
           part == nn::BackwardPart::both ? MemoryKind::buffers : MemoryKind::activations,
-          std::size_t(n) * C_);
+          std::size_t(n) * C_, Fill::none);
     T* dnorm = a.dnorm.data();
     head_.backward(tp_, dnorm, tp_.sequence_parallel ? dfull.data() : dnorm, g ? g[1] : nullptr,
                    a.probs.data(), data.targets.data(), a.norm.data(), w ? w[1] : nullptr, scale, N,
