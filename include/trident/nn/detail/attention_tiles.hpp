@@ -73,35 +73,17 @@ void for_tiles(int n, const Tile& tile) {
 // contiguous scratch before the products, as a GEMM packs its panels: rows of the fused
 // matrices lie a multiple of 4 KiB apart, so reading many of them in place thrashes the few
 // L1 cache sets they map to.
-// xt: (D, round_up(n, kWidth)) = x^T, zero-padded. In square blocks of SIMD packets
-// transposed in registers (Eigen's packet transpose, which its GEMM's packing uses), the edges
-// scalar.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wignored-attributes"  // Eigen's packet types as arguments
+// xt: (D, round_up(n, kWidth)) = x^T, zero-padded.
 template <class T>
 void pack_transposed(std::vector<T>& xt, const T* x, std::ptrdiff_t ldx, int n, int D) {
-  namespace ei = Eigen::internal;
-  using Packet = typename ei::packet_traits<T>::type;
-  constexpr int P = ei::unpacket_traits<Packet>::size;
   const int ld = round_up(n, kWidth);
   xt.resize(static_cast<std::size_t>(D) * ld);
-  T* to = xt.data();
-  int t = 0;
-  for (; t + P <= n; t += P) {
-    int d = 0;
-    for (; d + P <= D; d += P) {
-      ei::PacketBlock<Packet, P> block;
-      for (int i = 0; i < P; ++i) block.packet[i] = ei::ploadu<Packet>(x + (t + i) * ldx + d);
-      ei::ptranspose(block);
-      for (int i = 0; i < P; ++i) ei::pstoreu(to + (d + i) * ld + t, block.packet[i]);
-    }
-    for (; d < D; ++d)
-      for (int i = 0; i < P; ++i) to[d * ld + t + i] = x[(t + i) * ldx + d];
-  }
-  for (; t < ld; ++t)
-    for (int d = 0; d < D; ++d) to[d * ld + t] = t < n ? x[t * ldx + d] : T(0);
+  for (int t = 0; t < n; ++t)
+    for (int d = 0; d < D; ++d) xt[static_cast<std::size_t>(d) * ld + t] = x[t * ldx + d];
+  for (int d = 0; d < D; ++d)
+    std::fill(xt.data() + static_cast<std::size_t>(d) * ld + n,
+              xt.data() + static_cast<std::size_t>(d + 1) * ld, T(0));
 }
-#pragma GCC diagnostic pop
 // Asks the cache for the rows of a head that the next (sequence, head) pair reads: rows lie in
 // different 4 KiB pages, which the hardware prefetchers do not follow, so each would otherwise
 // be a demand miss waited for. write: the rows will be written.
@@ -119,10 +101,8 @@ void prefetch_rows(const T* x, std::ptrdiff_t ldx, int n, int D, bool write = fa
 // xc: (n, D) = x, contiguous.
 template <class T>
 void pack(std::vector<T>& xc, const T* x, std::ptrdiff_t ldx, int n, int D) {
-  using Rows = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   xc.resize(static_cast<std::size_t>(n) * D);
-  Eigen::Map<Rows>(xc.data(), n, D) =
-      Eigen::Map<const Rows, 0, Eigen::OuterStride<>>(x, n, D, Eigen::OuterStride<>(ldx));
+  for (int t = 0; t < n; ++t) std::copy(x + t * ldx, x + t * ldx + D, xc.data() + t * D);
 }
 
 // c: (R, n) rows ldc apart = a: (R, D) rows lda apart . bt: (D, >= n) rows ldb apart, zero
