@@ -91,8 +91,8 @@ void head_rows(const Comm& world, double seconds, int N, int C, int V) {
       head_backward_gemms(N, C, V));
 }
 
-// The kernel table: each layer's forward and backward next to its GEMMs as plain calls.
-void layer_rows(const Comm& world, double seconds, const gpt2::Options& o, bool cpu_time) {
+// The kernel table's header.
+void header(const gpt2::Options& o, bool cpu_time) {
   const gpt2::Config& c = o.model;
   const int N = o.batch * c.seq, C = c.hidden;
   std::printf(
@@ -106,6 +106,13 @@ void layer_rows(const Comm& world, double seconds, const gpt2::Options& o, bool 
   std::printf("%-18s %10s %10s %10s", "layer", "ours_ms", "GFLOP/s", engine_name(Engine::eigen));
   if (backend::blas::kLinked) std::printf(" %10s", engine_name(Engine::blas));
   std::printf(" %8s\n", "ours/best");
+}
+
+// The kernel table: each layer's forward and backward next to its GEMMs as plain calls.
+void layer_rows(const Comm& world, double seconds, const gpt2::Options& o, bool cpu_time) {
+  const gpt2::Config& c = o.model;
+  const int N = o.batch * c.seq, C = c.hidden;
+  header(o, cpu_time);
   linear_rows(world, seconds, "QKV", N, C, 3 * C);
   linear_rows(world, seconds, "proj", N, C, C);
   linear_rows(world, seconds, "FC", N, C, 4 * C);
@@ -160,11 +167,18 @@ int main(int argc, char** argv) {
     bool cpu_time = false;
     app.add_flag("--cpu-time", cpu_time,
                  "time by the process's CPU time instead of wall time (on a busy machine)");
+    bool only_attention = false;
+    app.add_flag("--attention", only_attention, "only the attention rows (no other layers)");
     parse_command_line(app, argc, argv, world);
     if (cpu_time) bench_clock = Clock::cpu;
     require(world.size() == 1, "bench_model runs as one process (no mpiexec -n > 1)");
     configure_threads(world, 1);
     const gpt2::Options o = bench_options();
+    if (only_attention) {
+      header(o, cpu_time);
+      attention_rows(world, seconds, o.batch, o.model.seq, o.model.heads, o.model.head_size());
+      return 0;
+    }
     layer_rows(world, seconds, o, cpu_time);
     training_rows(world, train_seconds, o);
     return 0;

@@ -31,6 +31,43 @@
 
 namespace trident::nn {
 
+namespace attention_detail {
+
+// Asks the cache for the rows that the pair (b, h) of the forward reads and writes: its Q, K, V
+// and out (prefetch_rows).
+template <class T>
+void prefetch_forward(const T* qkv, const T* out, const PackedHeads& heads, int b, int h, int B,
+                      int seq) {
+  const int g = h / (heads.H / heads.KV), D = heads.D;
+  const T* row = qkv + static_cast<std::ptrdiff_t>(b) * heads.width();
+  const std::ptrdiff_t stride = std::ptrdiff_t(B) * heads.width();
+  for (const std::ptrdiff_t column : {heads.q(h), heads.k(g), heads.v(g)})
+    prefetch_rows(row + column, stride, seq, D);
+  prefetch_rows(out + static_cast<std::ptrdiff_t>(b) * heads.H * D + heads.q(h),
+                std::ptrdiff_t(B) * heads.H * D, seq, D, true);
+}
+
+// The backward's pair (b, g): the rows of K, V, its heads' Q and dO; dQ, dK, dV.
+template <class T>
+void prefetch_backward(const T* qkv, const T* dqkv, const T* dout, const PackedHeads& heads, int b,
+                       int g, int B, int seq) {
+  const int group = heads.H / heads.KV, D = heads.D;
+  const std::ptrdiff_t row = static_cast<std::ptrdiff_t>(b) * heads.width();
+  const std::ptrdiff_t stride = std::ptrdiff_t(B) * heads.width();
+  for (const std::ptrdiff_t column : {heads.k(g), heads.v(g)}) {
+    prefetch_rows(qkv + row + column, stride, seq, D);
+    prefetch_rows(dqkv + row + column, stride, seq, D, true);
+  }
+  for (int h = g * group; h < (g + 1) * group; ++h) {
+    prefetch_rows(qkv + row + heads.q(h), stride, seq, D);
+    prefetch_rows(dqkv + row + heads.q(h), stride, seq, D, true);
+    prefetch_rows(dout + static_cast<std::ptrdiff_t>(b) * heads.H * D + heads.q(h),
+                  std::ptrdiff_t(B) * heads.H * D, seq, D);
+  }
+}
+
+}  // namespace attention_detail
+
 // qkv: (seq*B, (H + 2*KV)*D), rows [s, b], columns [q | k | v]: query head h at columns h*D ..,
 //      key head g at (H + g)*D .., value head g at (H + KV + g)*D ..; KV divides H.
 //      Under TP a rank passes its H/TP query and KV/TP key/value heads: a group's query heads are
@@ -54,14 +91,7 @@ void attention_forward(T* out, T* probs, const T* qkv, int B, int seq, int H, in
     const T* q = row + heads.q(h);                                // (seq, D), rows stride apart
     T* p = probs + static_cast<std::ptrdiff_t>(bh) * seq * seq;   // (seq, seq)
     T* o = out + static_cast<std::ptrdiff_t>(b) * H * D + heads.q(h);  // (seq, D)
-    if (bh + 1 < B * H) {  // the next pair's Q, K, V and out
-      const int b1 = (bh + 1) / H, h1 = (bh + 1) % H, g1 = h1 / group;
-      const T* row1 = qkv + static_cast<std::ptrdiff_t>(b1) * width;
-      for (const std::ptrdiff_t column : {heads.q(h1), heads.k(g1), heads.v(g1)})
-        ad::prefetch_rows(row1 + column, stride, seq, D);
-      ad::prefetch_rows(out + static_cast<std::ptrdiff_t>(b1) * H * D + heads.q(h1), out_stride,
-                        seq, D, true);
-    }
+    if (bh + 1 < B * H) ad::prefetch_forward(qkv, out, heads, (bh + 1) / H, (bh + 1) % H, B, seq);
     ad::Scratch<T>& scratch = ad::thread_scratch<T>();
     ad::pack_transposed(scratch.transposed, row + heads.k(g), stride, seq, D);  // K^T: (D, ld)
     ad::pack(scratch.v, row + heads.v(g), stride, seq, D);                      // V: (seq, D)
@@ -102,20 +132,8 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* probs, in
     const std::ptrdiff_t row = static_cast<std::ptrdiff_t>(b) * width;  // token 0 of sequence b
     T* dk = dqkv + row + heads.k(g);  // (seq, D) each, rows stride apart
     T* dv = dqkv + row + heads.v(g);
-    if (bg + 1 < B * KV) {  // the next pair's rows: K, V, its heads' Q and dO; dQ, dK, dV
-      const int b1 = (bg + 1) / KV, g1 = (bg + 1) % KV;
-      const std::ptrdiff_t row1 = static_cast<std::ptrdiff_t>(b1) * width;
-      for (const std::ptrdiff_t column : {heads.k(g1), heads.v(g1)}) {
-        ad::prefetch_rows(qkv + row1 + column, stride, seq, D);
-        ad::prefetch_rows(dqkv + row1 + column, stride, seq, D, true);
-      }
-      for (int h1 = g1 * group; h1 < (g1 + 1) * group; ++h1) {
-        ad::prefetch_rows(qkv + row1 + heads.q(h1), stride, seq, D);
-        ad::prefetch_rows(dqkv + row1 + heads.q(h1), stride, seq, D, true);
-        ad::prefetch_rows(dout + static_cast<std::ptrdiff_t>(b1) * H * D + heads.q(h1), out_stride,
-                          seq, D);
-      }
-    }
+    if (bg + 1 < B * KV)  // the next pair's rows
+      ad::prefetch_backward(qkv, dqkv, dout, heads, (bg + 1) / KV, (bg + 1) % KV, B, seq);
     ad::Scratch<T>& scratch = ad::thread_scratch<T>();
     ad::pack_transposed(scratch.transposed, qkv + row + heads.v(g), stride, seq, D);  // V^T
     ad::pack(scratch.k, qkv + row + heads.k(g), stride, seq, D);                      // K
