@@ -1,6 +1,6 @@
 # cmake/check_function_length.cmake: no function over LIMIT lines (issue 16: small functions).
 #
-#   cmake -DROOT=<source dir> [-DLIMIT=80] -P cmake/check_function_length.cmake
+#   cmake -DROOT=<source dir> [-DLIMIT=60] -P cmake/check_function_length.cmake
 #
 # Reads the clang-formatted sources under include/, examples/, bench/ and tests/. A function is
 # a line at indent 0 or 2 that ends in "{", holds a ")" and is no namespace, type or control
@@ -10,10 +10,10 @@
 # limit is reported, so the list can shrink.
 cmake_policy(SET CMP0007 NEW)  # lists keep empty elements
 if(NOT ROOT)
-  message(FATAL_ERROR "usage: cmake -DROOT=<source dir> [-DLIMIT=80] -P check_function_length.cmake")
+  message(FATAL_ERROR "usage: cmake -DROOT=<source dir> [-DLIMIT=60] -P check_function_length.cmake")
 endif()
 if(NOT LIMIT)
-  set(LIMIT 80)
+  set(LIMIT 60)
 endif()
 get_filename_component(ROOT "${ROOT}" ABSOLUTE)
 
