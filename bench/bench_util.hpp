@@ -19,12 +19,17 @@
 #include <thread>
 #include <vector>
 
+#include <instances/gpt2_trainer.hpp>
 #include <trident/models/gpt2/gpt2.hpp>
 #include <trident/plan/compute.hpp>
 
 namespace bench {
 
 using namespace trident;
+
+// gpt2::Trainer<float>, built and stepped by code compiled once for every benchmark
+// (instances/gpt2_trainer.hpp).
+using BenchTrainer = instances::Gpt2Trainer<float>;
 
 // The bench model: V=4096, T=128, L=4, C=256, 8 heads; a global batch of 8 sequences.
 inline gpt2::Config bench_model() {
@@ -328,13 +333,12 @@ inline double machine_check(const Comm& world, double seconds) {
 // world rank 0.
 struct SingleProcess {
   Comm comm;
-  std::unique_ptr<gpt2::Trainer<float>> trainer;
+  std::unique_ptr<BenchTrainer> trainer;
 
   SingleProcess(const Comm& world, const gpt2::Options& o)
       : comm(world.split(world.rank() == 0 ? 0 : Comm::kUndefined, 0, "single")) {
     if (comm.valid())
-      trainer =
-          std::make_unique<gpt2::Trainer<float>>(comm, o, TokenSource::synthetic(o.model.vocab));
+      trainer = std::make_unique<BenchTrainer>(comm, o, TokenSource::synthetic(o.model.vocab));
   }
   // f(trainer) on rank 0, on every rank (on_rank_zero). Collective.
   template <class F>
@@ -343,21 +347,20 @@ struct SingleProcess {
   }
   // One training step's seconds.
   double step(const Comm& world) {
-    return run(world, [](gpt2::Trainer<float>& t) { return t.step().seconds; });
+    return run(world, [](BenchTrainer& t) { return t.step().seconds; });
   }
 };
 
 // One step of a trainer over all of `world`: the slowest rank's seconds. Collective.
-inline double step_seconds(const Comm& world, gpt2::Trainer<float>& t) {
+inline double step_seconds(const Comm& world, BenchTrainer& t) {
   return slowest(world, t.step().seconds);
 }
 
 // Tokens/s of the single process and of each parallel trainer, interleaved step by step, as a
 // table: one row per trainer, its speedup over the single process, and its step time over the
 // first parallel trainer's. Collective.
-inline void training_table(
-    const Comm& world, double seconds, const gpt2::Options& single_options,
-    const std::vector<std::pair<std::string, gpt2::Trainer<float>*>>& trainers) {
+inline void training_table(const Comm& world, double seconds, const gpt2::Options& single_options,
+                           const std::vector<std::pair<std::string, BenchTrainer*>>& trainers) {
   SingleProcess single(world, single_options);
   std::vector<Variant> variants = machine_check_variants(world, check_gemm());
   variants.push_back([&] { return single.step(world); });

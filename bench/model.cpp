@@ -125,7 +125,7 @@ void layer_rows(const Comm& world, double seconds, const gpt2::Options& o, bool 
 void training_rows(const Comm& world, double train_seconds, const gpt2::Options& o) {
   const gpt2::Config& c = o.model;
   const int N = o.batch * c.seq;
-  gpt2::Trainer<float> trainer(world, o, TokenSource::synthetic(c.vocab));
+  BenchTrainer trainer(world, o, TokenSource::synthetic(c.vocab));
   const auto plain = plain_engines(step_gemms(c, N));
   const double flops = step_flops(c, o.batch), tokens = double(N);
   require(std::abs(total_flops(step_gemms(c, N, false)) - flops) < 1e-6 * flops,

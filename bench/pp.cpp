@@ -67,7 +67,7 @@ Bubble measure_bubble(const Comm& world, const gpt2::Options& o, int steps, int 
   alone.mesh = {1, 1, 1};
   alone.pp_layers.clear();
   SingleProcess single(world, alone);
-  gpt2::Trainer<float> t(world, o, TokenSource::synthetic(o.model.vocab));
+  BenchTrainer t(world, o, TokenSource::synthetic(o.model.vocab));
   (void)t.step();
   single.step(world);
   std::vector<double> spans, work;
@@ -77,8 +77,8 @@ Bubble measure_bubble(const Comm& world, const gpt2::Options& o, int steps, int 
     for (const pp::Interval& sp : r.intervals) end = std::max(end, sp.end);
     const double compute = world.all_reduce_value(compute_seconds(r.intervals));
     const double makespan = slowest(world, end);
-    const double w = single.run(
-        world, [](gpt2::Trainer<float>& st) { return compute_seconds(st.step().intervals); });
+    const double w =
+        single.run(world, [](BenchTrainer& st) { return compute_seconds(st.step().intervals); });
     spans.push_back(1 - compute / (world.size() * makespan));
     work.push_back(1 - w / (std::min(world.size(), cores) * makespan));
   }
@@ -88,7 +88,7 @@ Bubble measure_bubble(const Comm& world, const gpt2::Options& o, int steps, int 
 // One step of t (collective): the spans bubble, and the part of it that the stages' unequal
 // busy times alone leave, whatever the schedule: sum over ranks of (slowest rank's busy time -
 // the rank's) / (p x makespan).
-Bubble step_bubble(const Comm& world, gpt2::Trainer<float>& t) {
+Bubble step_bubble(const Comm& world, BenchTrainer& t) {
   const StepResult r = t.step();
   double end = 0;
   for (const pp::Interval& sp : r.intervals) end = std::max(end, sp.end);
@@ -138,7 +138,7 @@ struct ZeroBubbleRun {
   double bubble[3], imbalance[3], peak[3];
 };
 ZeroBubbleRun run_zero_bubble(const Comm& world, int vocab, int m, int steps) {
-  std::vector<std::unique_ptr<gpt2::Trainer<float>>> t;
+  std::vector<std::unique_ptr<BenchTrainer>> t;
   for (pp::ScheduleKind kind : kZeroBubbleKinds) {
     gpt2::Options o = bench_options({1, world.size(), 1}, m);
     o.batch = 16;
@@ -146,7 +146,7 @@ ZeroBubbleRun run_zero_bubble(const Comm& world, int vocab, int m, int steps) {
     o.schedule = kind;
     o.virtual_stages = kind == pp::ScheduleKind::zbv ? 2 : 1;
     t.push_back(
-        std::make_unique<gpt2::Trainer<float>>(world, o, TokenSource::synthetic(o.model.vocab)));
+        std::make_unique<BenchTrainer>(world, o, TokenSource::synthetic(o.model.vocab)));
   }
   std::vector<double> bubble[3], imbalance[3];
   ZeroBubbleRun run{};
@@ -246,7 +246,7 @@ void training_rows(const Comm& world, const std::string& schedule, double train_
   gpt2::Options even = bench_options({1, p, 1}, 8);
   even.schedule = pp::parse_schedule(schedule);
   even.pp_layers.assign(p, even.model.layers / p);  // 2+2 or 1+1+1+1
-  gpt2::Trainer<float> t_even(world, even, TokenSource::synthetic(even.model.vocab));
+  BenchTrainer t_even(world, even, TokenSource::synthetic(even.model.vocab));
   if (world.rank() == 0) std::printf("\n");
   if (p != 2) {
     training_table(world, train_seconds, bench_options(), {{"PP=4, m=8, layers 1+1+1+1", &t_even}});
@@ -257,8 +257,8 @@ void training_rows(const Comm& world, const std::string& schedule, double train_
   balanced.schedule = pp::ScheduleKind::one_f_one_b;
   gpt2::Options zb = balanced;
   zb.schedule = pp::ScheduleKind::zb_h1;
-  gpt2::Trainer<float> t_balanced(world, balanced, TokenSource::synthetic(even.model.vocab));
-  gpt2::Trainer<float> t_zb(world, zb, TokenSource::synthetic(even.model.vocab));
+  BenchTrainer t_balanced(world, balanced, TokenSource::synthetic(even.model.vocab));
+  BenchTrainer t_zb(world, zb, TokenSource::synthetic(even.model.vocab));
   training_table(world, train_seconds, bench_options(),
                  {{"PP=2, m=8, layers 2+2", &t_even},
                   {"PP=2, m=8, auto 1f1b", &t_balanced},
@@ -266,7 +266,7 @@ void training_rows(const Comm& world, const std::string& schedule, double train_
   // The byte vocabulary: the LM head is cheap, so 2 + 2 layers are equal stages.
   gpt2::Options bytes = even, single = bench_options();
   bytes.model.vocab = single.model.vocab = 256;
-  gpt2::Trainer<float> t_bytes(world, bytes, TokenSource::synthetic(bytes.model.vocab));
+  BenchTrainer t_bytes(world, bytes, TokenSource::synthetic(bytes.model.vocab));
   if (world.rank() == 0) std::printf("\n# the same with V=256 (equal stages)\n");
   training_table(world, train_seconds, single, {{"PP=2, m=8, V=256, 2+2", &t_bytes}});
 }

@@ -12,6 +12,7 @@
 // Measured: the mean over --steps steps (after one warm-up step) of the slowest rank's step.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <instances/gpt2_trainer.hpp>  // measure_run<float, float>, compiled once
 #include <trident/costmodel/measured.hpp>
 #include <trident/costmodel/predict.hpp>
 #include <trident/models/gpt2/cli.hpp>

@@ -122,8 +122,8 @@ int main(int argc, char** argv) {
 
     gpt2::Options tp2 = bench_options({2, 1, 1}), sp = tp2;
     sp.sequence_parallel = true;
-    gpt2::Trainer<float> tp_trainer(world, tp2, TokenSource::synthetic(c.vocab));
-    gpt2::Trainer<float> sp_trainer(world, sp, TokenSource::synthetic(c.vocab));
+    BenchTrainer tp_trainer(world, tp2, TokenSource::synthetic(c.vocab));
+    BenchTrainer sp_trainer(world, sp, TokenSource::synthetic(c.vocab));
     if (world.rank() == 0) std::printf("\n");
     training_table(world, train_seconds, o,
                    {{"TP=2", &tp_trainer}, {"TP=2, sequence parallel", &sp_trainer}});

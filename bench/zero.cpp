@@ -35,7 +35,7 @@ gpt2::Options zero_options(int stage) {
 
 // One stage's memory and traffic on this rank (both ranks are alike); one trainer alive at a time.
 void memory_row(const Comm& world, int stage) {
-  gpt2::Trainer<float> t(world, zero_options(stage), TokenSource::synthetic(bench_model().vocab));
+  BenchTrainer t(world, zero_options(stage), TokenSource::synthetic(bench_model().vocab));
   (void)t.step();
   comm_stats().reset();
   memory_stats().reset_peaks();
@@ -59,7 +59,7 @@ void memory_row(const Comm& world, int stage) {
 
 // One stage's step and DP communication, with overlap and without, interleaved for `seconds`.
 void overlap_row(const Comm& world, int stage, double seconds) {
-  gpt2::Trainer<float> t(world, zero_options(stage), TokenSource::synthetic(bench_model().vocab));
+  BenchTrainer t(world, zero_options(stage), TokenSource::synthetic(bench_model().vocab));
   std::vector<double> dp_seconds[2];  // [overlap]
   auto variant = [&](bool overlap) {
     return [&, overlap] {
@@ -122,11 +122,11 @@ int main(int argc, char** argv) {
           "hidden");
     for (int stage = 0; stage <= 3; ++stage) overlap_row(world, stage, overlap_seconds);
 
-    std::vector<std::unique_ptr<gpt2::Trainer<float>>> trainers;
-    std::vector<std::pair<std::string, gpt2::Trainer<float>*>> rows;
+    std::vector<std::unique_ptr<BenchTrainer>> trainers;
+    std::vector<std::pair<std::string, BenchTrainer*>> rows;
     for (int stage = 0; stage <= 3; ++stage) {
-      trainers.push_back(std::make_unique<gpt2::Trainer<float>>(world, zero_options(stage),
-                                                                TokenSource::synthetic(c.vocab)));
+      trainers.push_back(std::make_unique<BenchTrainer>(world, zero_options(stage),
+                                                        TokenSource::synthetic(c.vocab)));
       rows.push_back({"DP=2, ZeRO-" + std::to_string(stage), trainers.back().get()});
     }
     if (world.rank() == 0) std::printf("\n");

@@ -2,12 +2,12 @@
 #
 #   cmake -DROOT=<source dir> [-DLIMIT=60] -P cmake/check_function_length.cmake
 #
-# Reads the clang-formatted sources under include/, examples/, bench/ and tests/. A function is
-# a line at indent 0 or 2 that ends in "{", holds a ")" and is no namespace, type or control
-# statement, up to the next line that is "}" at the same indent; a lambda inside a function
-# counts with it. Every function longer than LIMIT lines is printed (file, line, length) and the
-# check fails, unless it is listed below with its reason. A listed one that has come under the
-# limit is reported, so the list can shrink.
+# Reads the clang-formatted sources under include/, examples/, bench/, instances/ and tests/. A
+# function is a line at indent 0 or 2 that ends in "{", holds a ")" and is no namespace, type or
+# control statement, up to the next line that is "}" at the same indent; a lambda inside a
+# function counts with it. Every function longer than LIMIT lines is printed (file, line, length)
+# and the check fails, unless it is listed below with its reason. A listed one that has come under
+# the limit is reported, so the list can shrink.
 cmake_policy(SET CMP0007 NEW)  # lists keep empty elements
 if(NOT ROOT)
   message(FATAL_ERROR "usage: cmake -DROOT=<source dir> [-DLIMIT=60] -P check_function_length.cmake")
@@ -22,7 +22,8 @@ set(exceptions)  # none today; each entry "file:name" with its reason above it
 
 file(GLOB_RECURSE sources RELATIVE "${ROOT}" "${ROOT}/include/*.hpp" "${ROOT}/examples/*.cpp"
      "${ROOT}/examples/*.hpp" "${ROOT}/bench/*.cpp" "${ROOT}/bench/*.hpp" "${ROOT}/tests/*.cpp"
-     "${ROOT}/tests/*.hpp" "${ROOT}/include/*.cuh" "${ROOT}/tests/*.cu")
+     "${ROOT}/tests/*.hpp" "${ROOT}/include/*.cuh" "${ROOT}/tests/*.cu" "${ROOT}/instances/*.cpp"
+     "${ROOT}/instances/*.hpp")
 list(FILTER sources EXCLUDE REGEX "^tests/(layering|function_length)/")
 if(NOT sources)
   message(FATAL_ERROR "no sources under ${ROOT}: nothing to check")

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <instances/gpt2_trainer.hpp>  // measure_run<float, float>, compiled once
 #include <limits>
 #include <trident/costmodel/measured.hpp>
 #include <trident/costmodel/predict.hpp>

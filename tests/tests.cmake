@@ -28,12 +28,13 @@ trident_mpi_test(tp_layers_sharded RANKS 2 4 TIMEOUT 300 SOURCES test_tp_sharded
 trident_mpi_test(plan_vs_trident RANKS 4 8 TIMEOUT 300 SOURCES test_plan_vs_trident.cpp)
 include(cli/checkpoint.cmake)
 # On 2 emulated nodes of 2 ranks (cmake/cluster.sh: needs root, as CI has; elsewhere the script
-# exits 77 and the test is reported as skipped, with the reason in its output).
-add_executable(test_cluster test_cluster.cpp $<TARGET_OBJECTS:trident_test_main>)
-target_link_libraries(test_cluster PRIVATE trident_programs doctest::doctest)
+# exits 77 and the test is reported as skipped, with the reason in its output). Its source is in
+# the gpt2_double bundle (gpt2::Trainer<double> and the reference compiled once for both).
+target_sources(test_bundle_gpt2_double PRIVATE test_cluster.cpp)
 add_test(NAME cluster.2nodes
          COMMAND sh ${PROJECT_SOURCE_DIR}/cmake/cluster.sh --nodes 2 --ranks-per-node 2
-                 --link 1gbit --timeout 240 -- $<TARGET_FILE:test_cluster> --no-skip)
+                 --link 1gbit --timeout 240 -- $<TARGET_FILE:test_bundle_gpt2_double>
+                 --source-file=*/test_cluster.cpp --no-skip)
 set_tests_properties(cluster.2nodes PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77 PROCESSORS 4
                      FAIL_REGULAR_EXPRESSION "FAILED on some rank" ENVIRONMENT "OMP_NUM_THREADS=1")
 # The layering of include/trident (docs/ARCHITECTURE.md §4): no header includes a folder above
