@@ -145,8 +145,7 @@ ZeroBubbleRun run_zero_bubble(const Comm& world, int vocab, int m, int steps) {
     o.model.vocab = vocab;
     o.schedule = kind;
     o.virtual_stages = kind == pp::ScheduleKind::zbv ? 2 : 1;
-    t.push_back(
-        std::make_unique<BenchTrainer>(world, o, TokenSource::synthetic(o.model.vocab)));
+    t.push_back(std::make_unique<BenchTrainer>(world, o, TokenSource::synthetic(o.model.vocab)));
   }
   std::vector<double> bubble[3], imbalance[3];
   ZeroBubbleRun run{};
