@@ -206,18 +206,32 @@ class SharedSegment {
 };
 
 namespace detail {
-inline int segment_delete(MPI_Comm, int, void* segment, void*) {
-  delete static_cast<SharedSegment*>(segment);
+// An object of type T cached on a communicator as an MPI attribute, deleted with it.
+template <class T>
+int delete_cached(MPI_Comm, int, void* object, void*) {
+  delete static_cast<T*>(object);
   return MPI_SUCCESS;
 }
-inline int segment_keyval() {
+template <class T>
+int cached_keyval() {
   static int key = [] {
     int k = MPI_KEYVAL_INVALID;
-    check_mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &segment_delete, &k, nullptr),
+    check_mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &delete_cached<T>, &k, nullptr),
               "MPI_Comm_create_keyval");
     return k;
   }();
   return key;
+}
+// The T cached on `comm`; on the first call, make() builds it (nullptr is cached too).
+template <class T, class Make>
+T* cached_on(MPI_Comm comm, Make&& make) {
+  void* value = nullptr;
+  int found = 0;
+  check_mpi(MPI_Comm_get_attr(comm, cached_keyval<T>(), &value, &found), "MPI_Comm_get_attr");
+  if (found) return static_cast<T*>(value);
+  T* object = make();
+  check_mpi(MPI_Comm_set_attr(comm, cached_keyval<T>(), object), "MPI_Comm_set_attr");
+  return object;
 }
 
 // The ranks of `comm` on this rank's node, in the order of `comm` (MPI_COMM_TYPE_SHARED; with
@@ -242,24 +256,19 @@ inline MPI_Comm split_node(MPI_Comm comm) {
 
 // The segment of `comm`; nullptr when its ranks span nodes. Collective on the first call.
 inline SharedSegment* shared_segment(MPI_Comm comm) {
-  void* value = nullptr;
-  int found = 0;
-  check_mpi(MPI_Comm_get_attr(comm, detail::segment_keyval(), &value, &found), "MPI_Comm_get_attr");
-  if (found) return static_cast<SharedSegment*>(value);
-  int size = 0, node_size = 0;
-  MPI_Comm_size(comm, &size);
-  MPI_Comm node = detail::split_node(comm);
-  MPI_Comm_size(node, &node_size);
-  MPI_Comm_free(&node);
-  // at least 64 bytes per rank and round: a reduce-scatter's round holds one piece per rank
-  const ShmTuning& tuning = shm_tuning();
-  const std::size_t least = 64 * static_cast<std::size_t>(size);
-  SharedSegment* segment =
-      node_size == size ? new SharedSegment(comm, std::max(tuning.chunk_bytes, least),
-                                            std::max(tuning.oversubscribed_chunk_bytes, least))
-                        : nullptr;
-  check_mpi(MPI_Comm_set_attr(comm, detail::segment_keyval(), segment), "MPI_Comm_set_attr");
-  return segment;
+  return detail::cached_on<SharedSegment>(comm, [comm]() -> SharedSegment* {
+    int size = 0, node_size = 0;
+    MPI_Comm_size(comm, &size);
+    MPI_Comm node = detail::split_node(comm);
+    MPI_Comm_size(node, &node_size);
+    MPI_Comm_free(&node);
+    if (node_size != size) return nullptr;
+    // at least 64 bytes per rank and round: a reduce-scatter's round holds one piece per rank
+    const ShmTuning& tuning = shm_tuning();
+    const std::size_t least = 64 * static_cast<std::size_t>(size);
+    return new SharedSegment(comm, std::max(tuning.chunk_bytes, least),
+                             std::max(tuning.oversubscribed_chunk_bytes, least));
+  });
 }
 
 }  // namespace trident

@@ -115,41 +115,18 @@ class NodeHierarchy {
   std::vector<int> node_of_, rank_in_node_, order_, node_starts_, node_sizes_;
 };
 
-namespace detail {
-inline int hierarchy_delete(MPI_Comm, int, void* hierarchy, void*) {
-  delete static_cast<NodeHierarchy*>(hierarchy);
-  return MPI_SUCCESS;
-}
-inline int hierarchy_keyval() {
-  static int key = [] {
-    int k = MPI_KEYVAL_INVALID;
-    check_mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &hierarchy_delete, &k, nullptr),
-              "MPI_Comm_create_keyval");
-    return k;
-  }();
-  return key;
-}
-}  // namespace detail
-
 // The hierarchy of `comm`, cached on it; nullptr when its ranks share one node. Collective on
 // the first call.
 inline NodeHierarchy* node_hierarchy(MPI_Comm comm) {
-  void* value = nullptr;
-  int found = 0;
-  check_mpi(MPI_Comm_get_attr(comm, detail::hierarchy_keyval(), &value, &found),
-            "MPI_Comm_get_attr");
-  if (found) return static_cast<NodeHierarchy*>(value);
-  int size = 0, node_size = 0;
-  MPI_Comm_size(comm, &size);
-  MPI_Comm node = detail::split_node(comm);
-  MPI_Comm_size(node, &node_size);
-  NodeHierarchy* hierarchy = nullptr;
-  if (node_size == size)
+  return detail::cached_on<NodeHierarchy>(comm, [comm]() -> NodeHierarchy* {
+    int size = 0, node_size = 0;
+    MPI_Comm_size(comm, &size);
+    MPI_Comm node = detail::split_node(comm);
+    MPI_Comm_size(node, &node_size);
+    if (node_size != size) return new NodeHierarchy(comm, node);
     MPI_Comm_free(&node);
-  else
-    hierarchy = new NodeHierarchy(comm, node);
-  check_mpi(MPI_Comm_set_attr(comm, detail::hierarchy_keyval(), hierarchy), "MPI_Comm_set_attr");
-  return hierarchy;
+    return nullptr;
+  });
 }
 
 namespace shm {
