@@ -48,16 +48,17 @@ struct Tolerance {
   bool whole_model = false;
 };
 
-// Runs `steps` steps of both and checks losses and parameters.
-template <class T, class S = T>
+// Runs `steps` steps of both and checks losses and parameters. M: the model the trainer runs
+// (gpt2::Model, or another model of GPT-2's parameters, e.g. gpt2::BackendModel).
+template <class T, class S = T, class M = gpt2::Model>
 void check_parity(const Comm& comm, const gpt2::Options& o, int steps, double tol) {
-  check_parity<T, S>(comm, o, steps, Tolerance{tol, tol * 10, tol, false});
+  check_parity<T, S, M>(comm, o, steps, Tolerance{tol, tol * 10, tol, false});
 }
 
-template <class T, class S = T>
+template <class T, class S = T, class M = gpt2::Model>
 void check_parity(const Comm& comm, const gpt2::Options& o, int steps, Tolerance tol) {
   const TokenSource data = TokenSource::synthetic(o.model.vocab);
-  gpt2::Trainer<T, S> trainer(comm, o, data);
+  Trainer<M, T, S> trainer(comm, M(o.model), o, data);
   gpt2::ReferenceGPT<T> ref(o.model);
   for (int s = 0; s < steps; ++s) {
     const StepResult r = trainer.step();

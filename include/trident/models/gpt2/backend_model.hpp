@@ -1,0 +1,46 @@
+// trident/models/gpt2/backend_model.hpp: GPT-2 with its stage written against a backend type B,
+// as a model of model/model.hpp: gpt2::Model's units, initialisation, ties, costs and
+// description, with the parts of models/gpt2/backend_block.hpp and backend_ends.hpp in the
+// generic DecoderStage, so the trainer (train/trainer.hpp), the pipeline schedules and the ZeRO
+// policies drive it unchanged: trident::Trainer<gpt2::BackendModel<backend::Cpu>, T, S>.
+//
+// The DecoderStage and the UnitStore hold host memory (ZeRO's shards, MPI's buffers, the
+// pipeline's activations), so the trainer runs it with a backend whose pointers are host memory
+// (kHostMemory: backend::Cpu); a device backend runs the same parts through
+// models/gpt2/backend_gpt.hpp (one rank, parameters and AdamW in device memory). TP = 1 and the
+// fused backward only (validate refuses TP > 1; the parts refuse a zero-bubble B/W split).
+#pragma once
+
+#include <string>
+
+#include "backend_block.hpp"
+#include "backend_ends.hpp"
+#include "model.hpp"
+
+namespace trident::gpt2 {
+
+template <class B>
+class BackendModel : public Model {
+ public:
+  static_assert(B::kHostMemory, "the trainer's stage holds host memory: use backend::Cpu here");
+  using Model::Model;
+
+  // --- model/model.hpp: the stage, with the backend's parts ------------------------------
+  template <class T, class S = T>
+  using Stage = DecoderStage<BackendModel, T, S>;
+  template <class T>
+  using Embedding = BackendEmbedding<T, B>;
+  template <class T>
+  using Block = BackendBlock<T, B>;
+  template <class T>
+  using Head = BackendHead<T, B>;
+
+  void validate(const ModelRun& run) const {
+    Model::validate(run);
+    require(run.tp == 1, "the " + std::string(B::kName) +
+                             " backend's GPT-2 stage has no tensor parallelism yet: TP=" +
+                             std::to_string(run.tp) + " asked for, 1 supported");
+  }
+};
+
+}  // namespace trident::gpt2

@@ -1,0 +1,92 @@
+// GPT-2 written against a backend type (models/gpt2/backend_*.hpp), run on backend::Cpu, against
+// the single-process reference (gpt2::ReferenceGPT) in double on the same data and initial
+// weights: every step's loss and gradient norm and every parameter after 3 AdamW steps within
+// 1e-10 relative —
+//   through the trainer (gpt2::BackendModel<Cpu> in the generic DecoderStage, its ZeRO store
+//   and AdamW): one rank; PP2 1F1B and GPipe; DP2 with ZeRO-3; PP2 x DP2 (4 ranks);
+//   gpt2::BackendGPT<double, Cpu>: one rank with parameters, gradients, moments and the AdamW
+//   update on the backend (what tests/cuda/test_model_gpu.cu runs on a GPU).
+// TP > 1 is refused with one clear Error.
+#include <trident/backend/cpu/cpu.hpp>
+#include <trident/models/gpt2/backend_gpt.hpp>
+#include <trident/models/gpt2/backend_model.hpp>
+
+#include "parity.hpp"
+
+using namespace trident;
+using backend::Cpu;
+using CpuModel = gpt2::BackendModel<Cpu>;
+
+namespace {
+void run(int ranks, MeshShape mesh, pp::ScheduleKind kind, int m, ZeroPolicy zero = {}) {
+  auto comm = test::first_ranks(ranks, test::current_test_name());
+  if (!comm) return;
+  gpt2::Options o = test::small_options(mesh);
+  o.schedule = kind;
+  o.microbatches = m;
+  o.batch = 2 * m * mesh.dp;
+  o.zero = zero;
+  INFO(pp::to_string(kind) << " PP=" << mesh.pp << " DP=" << mesh.dp << " ZeRO-" << zero.stage
+                           << " m=" << m);
+  test::check_parity<double, double, CpuModel>(*comm, o, 3, 1e-10);
+}
+}  // namespace
+
+TEST_CASE("backend GPT-2 on backend::Cpu through the trainer, one rank, equals the reference") {
+  run(1, {1, 1, 1}, pp::ScheduleKind::one_f_one_b, 1);
+  run(1, {1, 1, 1}, pp::ScheduleKind::one_f_one_b, 3);  // gradient accumulation
+}
+
+TEST_CASE("backend GPT-2 on backend::Cpu: PP2 (1F1B, GPipe) and DP2 ZeRO-3 equal the reference") {
+  run(2, {1, 2, 1}, pp::ScheduleKind::one_f_one_b, 3);
+  run(2, {1, 2, 1}, pp::ScheduleKind::gpipe, 2);
+  ZeroPolicy zero3;
+  zero3.stage = 3;
+  run(2, {1, 1, 2}, pp::ScheduleKind::one_f_one_b, 2, zero3);
+}
+
+TEST_CASE("backend GPT-2 on backend::Cpu: PP2 x DP2 with ZeRO-1 equals the reference") {
+  ZeroPolicy zero1;
+  zero1.stage = 1;
+  run(4, {1, 2, 2}, pp::ScheduleKind::one_f_one_b, 2, zero1);
+}
+
+TEST_CASE("backend GPT-2 at TP2 is refused with one clear Error") {
+  TRIDENT_RANKS(2, comm);
+  gpt2::Options o = test::small_options({2, 1, 1});
+  try {
+    Trainer<CpuModel, double> trainer(comm, CpuModel(o.model), o,
+                                      TokenSource::synthetic(o.model.vocab));
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("cpu backend's GPT-2 stage has no tensor parallelism") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("BackendGPT: one rank, parameters and AdamW on backend::Cpu, equals the reference") {
+  TRIDENT_RANKS(1, comm);  // one rank: no communication
+  (void)comm;
+  const gpt2::Options o = test::small_options({1, 1, 1});
+  const TokenSource data = TokenSource::synthetic(o.model.vocab);
+  gpt2::BackendGPT<double, Cpu> model(o.model, o.batch);
+  gpt2::ReferenceGPT<double> ref(o.model);
+  for (int s = 0; s < 3; ++s) {
+    const Microbatch batch = sample_rows(data, o.data_seed, s, 0, o.batch, o.model.seq);
+    const double loss = model.forward_backward(batch), want = ref.forward_backward(batch);
+    const double norm = model.step(o.optimizer, s + 1), want_norm = ref.step(o.optimizer, s + 1);
+    INFO("step " << s);
+    CHECK(std::abs(loss - want) <= 1e-10 * std::abs(want));
+    CHECK(std::abs(norm - want_norm) <= 1e-9 * want_norm);
+  }
+  for (const auto& [name, got] : model.parameters()) {
+    const std::vector<double>& want = ref.params().at(name);
+    REQUIRE(got.size() == want.size());
+    double scale = 0, worst = 0;
+    for (std::size_t i = 0; i < want.size(); ++i)
+      scale = std::max(scale, std::abs(want[i])),
+      worst = std::max(worst, std::abs(got[i] - want[i]));
+    INFO(name << ": largest relative difference " << worst / scale);
+    CHECK(worst <= 1e-10 * scale);
+  }
+}
