@@ -11,25 +11,17 @@
 #include <trident/models/gpt2/reference.hpp>
 
 #include "mpi_test.hpp"
+#include "small_model.hpp"
 
 namespace trident::test {
 
-// The small model of the parity tests: a vocab of 67 is divisible by no TP size, so the
-// padding of the vocab-parallel layers is always exercised.
+// The small model of the parity tests (small_model.hpp) on a mesh, 8 sequences per step.
 inline gpt2::Options small_options(MeshShape mesh, int layers = 4) {
   gpt2::Options o;
-  o.model.vocab = 67;
-  o.model.seq = 16;
-  o.model.layers = layers;
-  o.model.hidden = 32;
-  o.model.heads = 8;
-  o.model.seed = 7;
+  o.model = small_model(layers);
   o.mesh = mesh;
   o.batch = 8;
-  o.optimizer.lr = 1e-2;
-  o.optimizer.warmup = 1;
-  o.optimizer.steps = 3;
-  o.optimizer.clip = 1.0;
+  o.optimizer = small_optimizer();
   return o;
 }
 

@@ -5,12 +5,13 @@
 //   through the trainer (gpt2::BackendModel<Cpu> in the generic DecoderStage, its ZeRO store
 //   and AdamW): one rank; PP2 1F1B and GPipe; DP2 with ZeRO-3; PP2 x DP2 (4 ranks);
 //   gpt2::BackendGPT<double, Cpu>: one rank with parameters, gradients, moments and the AdamW
-//   update on the backend (what tests/cuda/test_model_gpu.cu runs on a GPU).
+//   update on the backend (what tests/cuda/test_model_gpu.cu runs on a GPU); also in float,
+//   within float's rounding (whole-model 2-norm 1e-4, as tests/test_parity_precision.cpp).
 // TP > 1 is refused with one clear Error.
 #include <trident/backend/cpu/cpu.hpp>
-#include <trident/models/gpt2/backend_gpt.hpp>
 #include <trident/models/gpt2/backend_model.hpp>
 
+#include "cuda/model_checks.hpp"
 #include "parity.hpp"
 
 using namespace trident;
@@ -67,26 +68,13 @@ TEST_CASE("backend GPT-2 at TP2 is refused with one clear Error") {
 TEST_CASE("BackendGPT: one rank, parameters and AdamW on backend::Cpu, equals the reference") {
   TRIDENT_RANKS(1, comm);  // one rank: no communication
   (void)comm;
-  const gpt2::Options o = test::small_options({1, 1, 1});
-  const TokenSource data = TokenSource::synthetic(o.model.vocab);
-  gpt2::BackendGPT<double, Cpu> model(o.model, o.batch);
-  gpt2::ReferenceGPT<double> ref(o.model);
-  for (int s = 0; s < 3; ++s) {
-    const Microbatch batch = sample_rows(data, o.data_seed, s, 0, o.batch, o.model.seq);
-    const double loss = model.forward_backward(batch), want = ref.forward_backward(batch);
-    const double norm = model.step(o.optimizer, s + 1), want_norm = ref.step(o.optimizer, s + 1);
-    INFO("step " << s);
-    CHECK(std::abs(loss - want) <= 1e-10 * std::abs(want));
-    CHECK(std::abs(norm - want_norm) <= 1e-9 * want_norm);
-  }
-  for (const auto& [name, got] : model.parameters()) {
-    const std::vector<double>& want = ref.params().at(name);
-    REQUIRE(got.size() == want.size());
-    double scale = 0, worst = 0;
-    for (std::size_t i = 0; i < want.size(); ++i)
-      scale = std::max(scale, std::abs(want[i])),
-      worst = std::max(worst, std::abs(got[i] - want[i]));
-    INFO(name << ": largest relative difference " << worst / scale);
-    CHECK(worst <= 1e-10 * scale);
-  }
+  test::check_backend_gpt<Cpu, double>({});
+}
+
+// float against the double reference: the rounding differs, so the parameters are compared
+// over the whole model, with tests/parity_precision's float tolerance (measured here: 4e-6).
+TEST_CASE("BackendGPT in float on backend::Cpu is within float's rounding of the reference") {
+  TRIDENT_RANKS(1, comm);  // one rank: no communication
+  (void)comm;
+  test::check_backend_gpt<Cpu, float>({1e-6, 1e-5, 1e-4, true});
 }

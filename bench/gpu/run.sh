@@ -5,9 +5,10 @@
 # no MPI, Eigen, doctest, CLI11 or nlohmann-json): those come unpacked in .gpu-deps/ (made by
 # bench/gpu/fetch_deps.sh on a Debian 12 machine). The script configures the CUDA build against
 # them (build-gpu/, TRIDENT_BLAS=eigen, no examples or benchmarks), builds the CUDA tests, runs
-# the host-side ones and the `gpu` ones (every kernel on the device against nn/'s CPU layers in
-# double, device memory counted, out-of-memory as an Error) and writes everything to
-# $OUT/gpu_run.log (or bench/gpu/out/). Exit status: the tests'. No GPU benchmark yet.
+# the host-side ones and the `gpu` ones (cuda_gpu: every kernel on the device against nn/'s CPU
+# layers in double, device memory counted, out-of-memory as an Error; cuda_model_gpu: GPT-2
+# trained 3 AdamW steps on the device against the CPU reference, double and float) and writes
+# everything to $OUT/gpu_run.log (or bench/gpu/out/). Exit status: the tests'. No GPU benchmark yet.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-bench/gpu/out}
@@ -40,8 +41,8 @@ cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DTRIDENT_WI
   -DMPI_CXX_ADDITIONAL_INCLUDE_DIRS="$deps/usr/include/x86_64-linux-gnu/mpich" \
   -DMPI_CXX_LIB_NAMES=mpich -DMPI_mpich_LIBRARY="$lib/libmpich.so" \
   ${TRIDENT_GPU_CMAKE_ARGS:-}
-cmake --build "$build" -j "$(nproc)" --target test_cuda_gpu test_cuda_kernels_host test_cuda_host \
-  test_cuda_device_comm
+cmake --build "$build" -j "$(nproc)" --target test_cuda_gpu test_cuda_model_gpu \
+  test_cuda_kernels_host test_cuda_host test_cuda_device_comm
 echo "== built in $(( $(date +%s) - start )) s"
 
 status=0

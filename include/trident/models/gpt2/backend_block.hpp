@@ -19,8 +19,11 @@
 #include "../../backend/kernels/layernorm.hpp"
 #include "../../backend/kernels/linear.hpp"
 #include "../../nn/backward_part.hpp"
-#include "../../tp/tensor_parallel.hpp"
 #include "params.hpp"
+
+namespace trident {
+struct TensorParallel;  // tp/tensor_parallel.hpp: unused at TP = 1
+}  // namespace trident
 
 namespace trident::gpt2 {
 

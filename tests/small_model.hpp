@@ -1,0 +1,31 @@
+// tests/small_model.hpp: the small GPT-2 of the parity tests and its optimizer. A vocab of 67 is
+// divisible by no TP size, so the padding of the vocab-parallel layers is always exercised.
+#pragma once
+
+#include <trident/models/gpt2/config.hpp>
+#include <trident/optim/adamw.hpp>
+
+namespace trident::test {
+
+inline gpt2::Config small_model(int layers = 4) {
+  gpt2::Config c;
+  c.vocab = 67;
+  c.seq = 16;
+  c.layers = layers;
+  c.hidden = 32;
+  c.heads = 8;
+  c.seed = 7;
+  return c;
+}
+
+// Warm-up of one step, so that the learning rate moves from the first step.
+inline AdamW small_optimizer() {
+  AdamW a;
+  a.lr = 1e-2;
+  a.warmup = 1;
+  a.steps = 3;
+  a.clip = 1.0;
+  return a;
+}
+
+}  // namespace trident::test
