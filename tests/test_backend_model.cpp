@@ -3,11 +3,12 @@
 // weights: every step's loss and gradient norm and every parameter after 3 AdamW steps within
 // 1e-10 relative —
 //   through the trainer (gpt2::BackendModel<Cpu> in the generic DecoderStage, its ZeRO store
-//   and AdamW): one rank; PP2 1F1B and GPipe; DP2 with ZeRO-3; PP2 x DP2 (4 ranks);
+//   and AdamW): one rank; PP2 1F1B and GPipe; DP2 with ZeRO-3; TP2; PP2 x DP2 and TP2 x PP2
+//   (4 ranks);
 //   gpt2::BackendGPT<double, Cpu>: one rank with parameters, gradients, moments and the AdamW
 //   update on the backend (what tests/cuda/test_model_gpu.cu runs on a GPU); also in float,
 //   within float's rounding (whole-model 2-norm 1e-4, as tests/test_parity_precision.cpp).
-// TP > 1 is refused with one clear Error.
+// Sequence parallelism is refused with one clear Error.
 #include <trident/backend/cpu/cpu.hpp>
 #include <trident/models/gpt2/backend_model.hpp>
 
@@ -52,15 +53,21 @@ TEST_CASE("backend GPT-2 on backend::Cpu: PP2 x DP2 with ZeRO-1 equals the refer
   run(4, {1, 2, 2}, pp::ScheduleKind::one_f_one_b, 2, zero1);
 }
 
-TEST_CASE("backend GPT-2 at TP2 is refused with one clear Error") {
+TEST_CASE("backend GPT-2 on backend::Cpu: TP2 and TP2 x PP2 equal the reference") {
+  run(2, {2, 1, 1}, pp::ScheduleKind::one_f_one_b, 2);
+  run(4, {2, 2, 1}, pp::ScheduleKind::one_f_one_b, 3);
+}
+
+TEST_CASE("backend GPT-2 with sequence parallelism is refused with one clear Error") {
   TRIDENT_RANKS(2, comm);
   gpt2::Options o = test::small_options({2, 1, 1});
+  o.sequence_parallel = true;
   try {
     Trainer<CpuModel, double> trainer(comm, CpuModel(o.model), o,
                                       TokenSource::synthetic(o.model.vocab));
     FAIL("no error");
   } catch (const Error& e) {
-    CHECK(std::string(e.what()).find("cpu backend's GPT-2 stage has no tensor parallelism") !=
+    CHECK(std::string(e.what()).find("cpu backend's GPT-2 stage has no sequence parallelism") !=
           std::string::npos);
   }
 }

@@ -48,6 +48,12 @@ void residual_sum(T* out, const T* a, const T* b, int N, int C) {
   B::for_each(N * C, ResidualSum<T>{out, a, b});
 }
 
+// y: (N, C) += bias: (C)
+template <class B, class T>
+void bias_add(T* y, const T* bias, int N, int C) {
+  B::for_each(N * C, BiasAdd<T>{y, bias, C});
+}
+
 // x: (N, in), w: (in, out), b: (out) or nullptr -> y: (N, out)
 template <class B, class T>
 void linear_forward(T* y, const T* x, const T* w, const T* b, int N, int in, int out) {

@@ -7,8 +7,9 @@
 // The DecoderStage and the UnitStore hold host memory (ZeRO's shards, MPI's buffers, the
 // pipeline's activations), so the trainer runs it with a backend whose pointers are host memory
 // (kHostMemory: backend::Cpu); a device backend runs the same parts through
-// models/gpt2/backend_gpt.hpp (one rank, parameters and AdamW in device memory). TP = 1 and the
-// fused backward only (validate refuses TP > 1; the parts refuse a zero-bubble B/W split).
+// models/gpt2/backend_gpt.hpp (one rank, parameters and AdamW in device memory). Tensor
+// parallelism without SP (validate refuses SP) and the fused backward only (the parts refuse a
+// zero-bubble B/W split).
 #pragma once
 
 #include <string>
@@ -37,9 +38,8 @@ class BackendModel : public Model {
 
   void validate(const ModelRun& run) const {
     Model::validate(run);
-    require(run.tp == 1, "the " + std::string(B::kName) +
-                             " backend's GPT-2 stage has no tensor parallelism yet: TP=" +
-                             std::to_string(run.tp) + " asked for, 1 supported");
+    require(!run.sequence_parallel, "the " + std::string(B::kName) +
+                                        " backend's GPT-2 stage has no sequence parallelism yet");
   }
 };
 
