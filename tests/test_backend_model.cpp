@@ -4,7 +4,8 @@
 // 1e-10 relative —
 //   through the trainer (gpt2::BackendModel<Cpu> in the generic DecoderStage, its ZeRO store
 //   and AdamW): one rank; PP2 1F1B and GPipe; DP2 with ZeRO-3; TP2; PP2 x DP2 and TP2 x PP2
-//   (4 ranks);
+//   (4 ranks); TP2 and TP2 x PP2 with the TP collectives through host staging (a stand-in
+//   device backend);
 //   gpt2::BackendGPT<double, Cpu>: one rank with parameters, gradients, moments and the AdamW
 //   update on the backend (what tests/cuda/test_model_gpu.cu runs on a GPU); also in float,
 //   within float's rounding (whole-model 2-norm 1e-4, as tests/test_parity_precision.cpp).
@@ -20,6 +21,15 @@ using backend::Cpu;
 using CpuModel = gpt2::BackendModel<Cpu>;
 
 namespace {
+// backend::Cpu standing in for a device: host memory that says it is not, so the layers' TP
+// collectives (tp/backend_group.hpp) take DeviceComm's host-staging path (device -> host ->
+// MPI -> host -> device, the copies memcpy) — the path of ranks sharing one GPU.
+struct StagedCpu : Cpu {
+  static constexpr const char* kName = "cpu (staged)";
+  static constexpr bool kHostMemory = false;
+};
+
+template <class M = CpuModel>
 void run(int ranks, MeshShape mesh, pp::ScheduleKind kind, int m, ZeroPolicy zero = {}) {
   auto comm = test::first_ranks(ranks, test::current_test_name());
   if (!comm) return;
@@ -30,7 +40,7 @@ void run(int ranks, MeshShape mesh, pp::ScheduleKind kind, int m, ZeroPolicy zer
   o.zero = zero;
   INFO(pp::to_string(kind) << " PP=" << mesh.pp << " DP=" << mesh.dp << " ZeRO-" << zero.stage
                            << " m=" << m);
-  test::check_parity<double, double, CpuModel>(*comm, o, 3, 1e-10);
+  test::check_parity<double, double, M>(*comm, o, 3, 1e-10);
 }
 }  // namespace
 
@@ -56,6 +66,11 @@ TEST_CASE("backend GPT-2 on backend::Cpu: PP2 x DP2 with ZeRO-1 equals the refer
 TEST_CASE("backend GPT-2 on backend::Cpu: TP2 and TP2 x PP2 equal the reference") {
   run(2, {2, 1, 1}, pp::ScheduleKind::one_f_one_b, 2);
   run(4, {2, 2, 1}, pp::ScheduleKind::one_f_one_b, 3);
+}
+
+TEST_CASE("backend GPT-2, TP collectives through host staging: TP2 and TP2 x PP2 equal it too") {
+  run<gpt2::BackendModel<StagedCpu>>(2, {2, 1, 1}, pp::ScheduleKind::one_f_one_b, 2);
+  run<gpt2::BackendModel<StagedCpu>>(4, {2, 2, 1}, pp::ScheduleKind::one_f_one_b, 3);
 }
 
 TEST_CASE("backend GPT-2 with sequence parallelism is refused with one clear Error") {

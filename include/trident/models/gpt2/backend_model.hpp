@@ -13,6 +13,7 @@
 #pragma once
 
 #include <string>
+#include <type_traits>
 
 #include "backend_block.hpp"
 #include "backend_ends.hpp"
@@ -23,7 +24,11 @@ namespace trident::gpt2 {
 template <class B>
 class BackendModel : public Model {
  public:
-  static_assert(B::kHostMemory, "the trainer's stage holds host memory: use backend::Cpu here");
+  // The stage's buffers are the host's (BlockCache) memory: B's must be too. (A backend may
+  // allocate host memory and still say kHostMemory = false, so that its collectives take the
+  // host-staging path: the tests' stand-in for a device.)
+  static_assert(std::is_base_of_v<trident::detail::HostMemory, B>,
+                "the trainer's stage holds host memory: use a backend with host memory here");
   using Model::Model;
 
   // --- model/model.hpp: the stage, with the backend's parts ------------------------------
