@@ -36,8 +36,9 @@
 // holding only what W reads (w_stash_bytes), plus one block's output gradients while B allocates
 // them (9 N C).
 //
-// Training rows: the bench model, global batch 8, m = 8: layers even, auto with 1F1B, auto with
-// ZB-H1, each next to the single process in the same run.
+// Training rows: the bench model, global batch 8, m = 8: layers even, auto (each rank's cost
+// balanced, pp/balance.hpp) with 1F1B, ZB-H1 and ZB-V, each next to the single process in the
+// same run (goal: 1.65x at PP=2).
 #include <CLI/CLI.hpp>
 #include <trident/models/gpt2/cli.hpp>
 #include <trident/plan/formulas.hpp>
@@ -85,14 +86,33 @@ Bubble measure_bubble(const Comm& world, const gpt2::Options& o, int steps, int 
   return {median(spans), median(work)};
 }
 
+// Where one rank's step went, in ms (medians over steps): its F, B (fused backward for 1F1B)
+// and W passes, the time it waited in receives, and the rest of the makespan (sends, gaps).
+struct StageTimes {
+  double f = 0, b = 0, w = 0, recv = 0, other = 0;
+};
+StageTimes stage_times(const std::vector<pp::Interval>& intervals, double makespan) {
+  StageTimes t;
+  for (const pp::Interval& s : intervals) {
+    const double d = (s.end - s.begin) * 1e3;
+    if (s.kind == pp::IntervalKind::forward) t.f += d;
+    if (s.kind == pp::IntervalKind::backward) t.b += d;
+    if (s.kind == pp::IntervalKind::weight) t.w += d;
+    if (s.kind == pp::IntervalKind::recv) t.recv += d;
+  }
+  t.other = makespan * 1e3 - t.f - t.b - t.w - t.recv;
+  return t;
+}
+
 // One step of t (collective): the spans bubble, and the part of it that the stages' unequal
 // busy times alone leave, whatever the schedule: sum over ranks of (slowest rank's busy time -
 // the rank's) / (p x makespan).
-Bubble step_bubble(const Comm& world, BenchTrainer& t) {
+Bubble step_bubble(const Comm& world, BenchTrainer& t, StageTimes* times = nullptr) {
   const StepResult r = t.step();
   double end = 0;
   for (const pp::Interval& sp : r.intervals) end = std::max(end, sp.end);
   const double busy = compute_seconds(r.intervals), makespan = slowest(world, end);
+  if (times) *times = stage_times(r.intervals, makespan);
   const double compute = world.all_reduce_value(busy);
   const double most = world.all_reduce_value(busy, ReduceOp::max);
   const int p = world.size();
@@ -118,10 +138,10 @@ void print_zero_bubble_header(int p, int steps) {
       "\n# ZB-H1 and ZB-V next to 1F1B: bench model, global batch 16, layers auto (ZB-V: %d "
       "chunks); median of %d steps each, interleaved; %s\n",
       2 * p, steps, load_average().c_str());
-  std::printf("%5s %4s %7s | %-24s | %-24s | %-24s | %-13s | %s\n", "", "", "", "1F1B bubble",
+  std::printf("%5s %4s %11s | %-24s | %-24s | %-24s | %-13s | %s\n", "", "", "", "1F1B bubble",
               "ZB-H1 bubble", "ZB-V bubble", "/ 1F1B spans",
               "activation peak MiB per stage, 1F1B / ZB-H1 (ZB-H1's bound) / ZB-V");
-  std::printf("%5s %4s %7s |", "V", "m", "layers");
+  std::printf("%5s %4s %11s |", "V", "m", "layers,zbv");
   for (int k = 0; k < 3; ++k) std::printf(" %9s %6s %7s |", "spans", "imbal.", "formula");
   std::printf(" %6s %6s |", "ZB-H1", "ZB-V");
   for (int r = 0; r < p; ++r) std::printf(" %23s", ("stage " + std::to_string(r)).c_str());
@@ -136,6 +156,7 @@ constexpr pp::ScheduleKind kZeroBubbleKinds[3] = {pp::ScheduleKind::one_f_one_b,
 // interleaved, and this rank's activation peak under each.
 struct ZeroBubbleRun {
   double bubble[3], imbalance[3], peak[3];
+  StageTimes times[3];  // this rank's, medians
 };
 ZeroBubbleRun run_zero_bubble(const Comm& world, int vocab, int m, int steps) {
   std::vector<std::unique_ptr<BenchTrainer>> t;
@@ -148,30 +169,54 @@ ZeroBubbleRun run_zero_bubble(const Comm& world, int vocab, int m, int steps) {
     t.push_back(std::make_unique<BenchTrainer>(world, o, TokenSource::synthetic(o.model.vocab)));
   }
   std::vector<double> bubble[3], imbalance[3];
+  std::vector<StageTimes> times[3];
   ZeroBubbleRun run{};
   for (auto& x : t) (void)x->step();  // warm-up
   for (int s = 0; s < steps; ++s)
     for (int k = 0; k < 3; ++k) {
       const int which = (k + s) % 3;
       memory_stats().reset_peaks();
-      const Bubble b = step_bubble(world, *t[which]);
+      StageTimes st;
+      const Bubble b = step_bubble(world, *t[which], &st);
       bubble[which].push_back(b.spans), imbalance[which].push_back(b.work);
+      times[which].push_back(st);
       run.peak[which] =
           std::max(run.peak[which], double(memory_stats().peak(MemoryKind::activations)));
     }
-  for (int k = 0; k < 3; ++k)
+  for (int k = 0; k < 3; ++k) {
     run.bubble[k] = median(bubble[k]), run.imbalance[k] = median(imbalance[k]);
+    auto med = [&](double StageTimes::*x) {
+      std::vector<double> v;
+      for (const StageTimes& st : times[k]) v.push_back(st.*x);
+      return median(v);
+    };
+    StageTimes& rt = run.times[k];
+    rt.f = med(&StageTimes::f), rt.b = med(&StageTimes::b), rt.w = med(&StageTimes::w);
+    rt.recv = med(&StageTimes::recv), rt.other = med(&StageTimes::other);
+  }
   return run;
 }
 
 // ZB-H1 and ZB-V next to 1F1B: median spans bubble of `steps` steps each, and each stage's
 // activation peak in MiB (rank = stage), with ZB-H1's bound.
-void zero_bubble_row(const Comm& world, int vocab, int m, int steps) {
+// Appends to `where` each rank's StageTimes under each schedule.
+void zero_bubble_row(const Comm& world, int vocab, int m, int steps, std::string& where) {
   const int p = world.size();
   const ZeroBubbleRun run = run_zero_bubble(world, vocab, m, steps);
-  std::vector<double> peaks(3 * p);
+  std::vector<double> peaks(3 * p), times(15 * p);
   world.all_gather(Span<const double>(run.peak, 3), Span<double>(peaks));
+  world.all_gather(Span<const double>(&run.times[0].f, 15), Span<double>(times));
   if (world.rank() != 0) return;
+  const char* names[3] = {"1f1b", "zb-h1", "zbv"};
+  for (int k = 0; k < 3; ++k)
+    for (int r = 0; r < p; ++r) {
+      const double* t = &times[15 * r + 5 * k];
+      char line[200];
+      std::snprintf(line, sizeof line,
+                    "%5d %4d %6s %4d | %7.1f %7.1f %7.1f %7.1f %7.1f | %6.2f %6.2f %6.2f\n", vocab,
+                    m, names[k], r, t[0], t[1], t[2], t[3], t[4], t[0] / m, t[1] / m, t[2] / m);
+      where += line;
+    }
   const double MiB = 1024.0 * 1024.0;
   gpt2::Options o = bench_options({1, p, 1}, m);
   o.batch = 16;
@@ -179,9 +224,14 @@ void zero_bubble_row(const Comm& world, int vocab, int m, int steps) {
   const std::vector<int> split = layer_split(o);
   std::string layers;
   for (int n : split) layers += (layers.empty() ? "" : "+") + std::to_string(n);
+  gpt2::Options v = o;
+  v.schedule = pp::ScheduleKind::zbv, v.virtual_stages = 2;
+  std::string chunks;  // ZB-V's, per virtual stage
+  for (int n : layer_split(v)) chunks += (chunks.empty() ? "" : ",") + std::to_string(n);
+  layers += " " + chunks;
   const double formula[3] = {plan::bubble_share(p, m), plan::zb_h1_bubble_share(p, m),
                              plan::zbv_bubble_share(p, m)};
-  std::printf("%5d %4d %7s |", vocab, m, layers.c_str());
+  std::printf("%5d %4d %11s |", vocab, m, layers.c_str());
   for (int k = 0; k < 3; ++k)
     std::printf(" %9.3f %6.3f %7.3f |", run.bubble[k], run.imbalance[k], formula[k]);
   std::printf(" %6.2f %6.2f |", run.bubble[1] / run.bubble[0], run.bubble[2] / run.bubble[0]);
@@ -233,9 +283,18 @@ void bubble_table(const Comm& world, const std::string& schedule, int steps, int
 // ZB-H1 and ZB-V next to 1F1B, m = 4, 8, 16, V = 256 and 4096.
 void zero_bubble_table(const Comm& world, int steps) {
   if (world.rank() == 0) print_zero_bubble_header(world.size(), steps);
+  std::string where;
   for (int vocab : {256, 4096})
     for (int m : steps > 0 ? std::vector<int>{4, 8, 16} : std::vector<int>{})
-      zero_bubble_row(world, vocab, m, steps);
+      zero_bubble_row(world, vocab, m, steps, where);
+  if (world.rank() != 0 || where.empty()) return;
+  std::printf(
+      "\n# where each rank's step went, ms per step (medians; zbv: both chunks): F, B (1f1b: the "
+      "fused backward), W, waiting in receives, the rest (sends, gaps); and per pass\n");
+  std::printf("%5s %4s %6s %4s | %7s %7s %7s %7s %7s | %6s %6s %6s\n", "V", "m", "sched", "rank",
+              "F", "B", "W", "recv", "other", "F/mb", "B/mb", "W/mb");
+  std::printf("%s", where.c_str());
+  std::fflush(stdout);
 }
 
 // Throughput on the bench model (global batch 8), m = 8, next to the single process; for p = 2
@@ -254,14 +313,22 @@ void training_rows(const Comm& world, const std::string& schedule, double train_
   gpt2::Options balanced = even;  // auto: the LM head weighs ~1.2 blocks, 3 + 1
   balanced.pp_layers.clear();
   balanced.schedule = pp::ScheduleKind::one_f_one_b;
-  gpt2::Options zb = balanced;
+  gpt2::Options zb = balanced, zbv = balanced;
   zb.schedule = pp::ScheduleKind::zb_h1;
+  zbv.schedule = pp::ScheduleKind::zbv, zbv.virtual_stages = 2;  // auto: 1,1,2,0 (pp/balance.hpp)
   BenchTrainer t_balanced(world, balanced, TokenSource::synthetic(even.model.vocab));
   BenchTrainer t_zb(world, zb, TokenSource::synthetic(even.model.vocab));
+  BenchTrainer t_zbv(world, zbv, TokenSource::synthetic(even.model.vocab));
+  auto named = [](const char* schedule, const gpt2::Options& o) {
+    std::string layers;
+    for (int n : layer_split(o)) layers += (layers.empty() ? "" : ",") + std::to_string(n);
+    return std::string("PP=2, m=8, ") + schedule + " " + layers;
+  };
   training_table(world, train_seconds, bench_options(),
-                 {{"PP=2, m=8, layers 2+2", &t_even},
-                  {"PP=2, m=8, auto 1f1b", &t_balanced},
-                  {"PP=2, m=8, auto zb-h1", &t_zb}});
+                 {{"PP=2, m=8, 1f1b 2,2", &t_even},
+                  {named("1f1b", balanced), &t_balanced},
+                  {named("zb-h1", zb), &t_zb},
+                  {named("zbv", zbv), &t_zbv}});
   // The byte vocabulary: the LM head is cheap, so 2 + 2 layers are equal stages.
   gpt2::Options bytes = even, single = bench_options();
   bytes.model.vocab = single.model.vocab = 256;
