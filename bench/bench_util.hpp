@@ -217,8 +217,10 @@ inline double step_seconds(const Comm& world, BenchTrainer& t) {
 // Tokens/s of the single process and of each parallel trainer, interleaved step by step, as a
 // table: one row per trainer, its speedup over the single process, and its step time over the
 // first parallel trainer's. Collective.
-inline void training_table(const Comm& world, double seconds, const gpt2::Options& single_options,
-                           const std::vector<std::pair<std::string, BenchTrainer*>>& trainers) {
+// Returns (on rank 0; empty elsewhere) each trainer's speedup.
+inline std::vector<double> training_table(
+    const Comm& world, double seconds, const gpt2::Options& single_options,
+    const std::vector<std::pair<std::string, BenchTrainer*>>& trainers) {
   SingleProcess single(world, single_options);
   std::vector<Variant> variants = machine_check_variants(world, check_gemm());
   variants.push_back([&] { return single.step(world); });
@@ -226,7 +228,7 @@ inline void training_table(const Comm& world, double seconds, const gpt2::Option
     variants.push_back([&, t = t] { return step_seconds(world, *t); });
   const Timings t = interleaved(world, seconds, variants);
   const double tokens = double(single_options.batch) * single_options.model.seq;
-  if (world.rank() != 0) return;
+  if (world.rank() != 0) return {};
   std::printf(
       "# speedup and step/row2: medians of the per-repetition ratios; %s\n"
       "# machine check, interleaved: the same GEMM on all %d ranks at once takes %.2f x "
@@ -236,10 +238,14 @@ inline void training_table(const Comm& world, double seconds, const gpt2::Option
               "step/row2");
   std::printf("%-26s %9.1f %9.0f %8.2f\n", "single process", t.median(2) * 1e3,
               tokens / t.median(2), 1.0);
-  for (std::size_t k = 3; k < variants.size(); ++k)
+  std::vector<double> speedups;
+  for (std::size_t k = 3; k < variants.size(); ++k) {
+    speedups.push_back(t.ratio(2, k));
     std::printf("%-26s %9.1f %9.0f %8.2f %10.2f\n", trainers[k - 3].first.c_str(),
                 t.median(k) * 1e3, tokens / t.median(k), t.ratio(2, k), t.ratio(k, 3));
+  }
   std::fflush(stdout);
+  return speedups;
 }
 
 }  // namespace bench

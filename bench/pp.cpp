@@ -19,47 +19,23 @@
 // alone, right after the row (1.00: a core per rank; p / cores when ranks share the cores).
 // The bubble table splits the layers evenly, as the formula assumes equal stages.
 //
-// ZB-H1 (Qi et al. 2023) and ZB-V (Qi et al. 2024; 2p chunks in a V, pp/schedule_zbv.hpp) next
-// to 1F1B, the bench model with V = 256 (equal stages: the bubble is the schedule's) and V = 4096
-// (the head's stage lighter, even with the layers split by the cost model: idle time no schedule
-// removes; ZB-V's 2p = 4 chunks of the 4 layers get 1 layer each, so its rank 0 carries the
-// embedding and the head), --pp-layers auto, global batch 16, m = 4, 8, 16: the three
-// trainers' steps interleaved; for each, the median spans bubble, the part of it that the
-// stages' unequal busy times leave whatever the schedule ("imbal.": sum over ranks of the
-// busiest rank's compute time - the rank's, over p x makespan), and each stage's peak of
-// activation memory (MemoryKind:: activations, the most held at once during the measured steps).
-// The formula columns: 1F1B's (p-1)/(m+p-1), ZB-H1's (p-1)/(3m+p-1) and ZB-V's simulated
-// idle/(3m+idle), idle = max((p-1)/2, 2p-1-m) (plan::zbv_bubble_share), all for equal stages
-// (and, zero-bubble, F = B = W). ZB-V's activation peak is to stay within 1F1B's stage 0's. ZB-H1's
-// activation bound per stage s ("bound"): 1F1B's measured peak, plus the s microbatches whose W is
-// still deferred (Qi et al. 2023 §3.1: stage s runs W of microbatch k after B of k + s), each
-// holding only what W reads (w_stash_bytes), plus one block's output gradients while B allocates
-// them (9 N C).
+// ZB-H1 and ZB-V next to 1F1B: pp_zero_bubble.hpp.
 //
-// Training rows: the bench model, global batch 8, m = 8: layers even, auto with 1F1B, auto with
-// ZB-H1, each next to the single process in the same run.
+// Training rows: the bench model, global batch 8, m = 8: layers even, auto (each rank's cost
+// balanced, pp/balance.hpp) with 1F1B, ZB-H1 and ZB-V, each next to the single process in the
+// same run (goal: 1.65x at PP=2).
 #include <CLI/CLI.hpp>
 #include <trident/models/gpt2/cli.hpp>
 #include <trident/plan/formulas.hpp>
 #include <trident/trident.hpp>
 
 #include "bench_util.hpp"
+#include "pp_zero_bubble.hpp"
 
 using namespace trident;
 using namespace bench;
 
 namespace {
-
-double compute_seconds(const std::vector<pp::Interval>& intervals) {
-  double c = 0;
-  for (const pp::Interval& s : intervals)
-    if (pp::is_compute(s.kind)) c += s.end - s.begin;
-  return c;
-}
-
-struct Bubble {
-  double spans = 0, work = 0;  // work: or, in the ZB-H1 table, the imbalance's part of spans
-};
 
 // Median bubbles of `steps` steps (after a warm-up step) of a pipeline over the world.
 Bubble measure_bubble(const Comm& world, const gpt2::Options& o, int steps, int cores) {
@@ -83,117 +59,6 @@ Bubble measure_bubble(const Comm& world, const gpt2::Options& o, int steps, int 
     work.push_back(1 - w / (std::min(world.size(), cores) * makespan));
   }
   return {median(spans), median(work)};
-}
-
-// One step of t (collective): the spans bubble, and the part of it that the stages' unequal
-// busy times alone leave, whatever the schedule: sum over ranks of (slowest rank's busy time -
-// the rank's) / (p x makespan).
-Bubble step_bubble(const Comm& world, BenchTrainer& t) {
-  const StepResult r = t.step();
-  double end = 0;
-  for (const pp::Interval& sp : r.intervals) end = std::max(end, sp.end);
-  const double busy = compute_seconds(r.intervals), makespan = slowest(world, end);
-  const double compute = world.all_reduce_value(busy);
-  const double most = world.all_reduce_value(busy, ReduceOp::max);
-  const int p = world.size();
-  return {1 - compute / (p * makespan), (p * most - compute) / (p * makespan)};
-}
-
-// Bytes a GPT-2 stage (no TP) keeps per microbatch from B to W (the zero-bubble split: B takes
-// the LayerNorms' gradients, W the linear layers'), N rows of the microbatch, C hidden, V vocab:
-// per block the four linear layers' inputs (ln1, att, ln2: N C each; act: 4 N C) and output
-// gradients (dout, dx2: N C each; d_qkv: 3 N C; d_fc: 4 N C), 16 N C; the last stage also the
-// LM head's dlogits (N V), its input (N C) and the head's input (N C); the first stage the
-// embedding's output gradient (N C).
-double w_stash_bytes(const gpt2::Options& o, int layers, bool first, bool last) {
-  const double N = double(o.rows_per_microbatch()) * o.model.seq, C = o.model.hidden;
-  const double elements =
-      layers * 16 * N * C + (last ? N * o.model.vocab + 2 * N * C : 0) + (first ? N * C : 0);
-  return elements * sizeof(float);
-}
-
-// The zero-bubble table's header.
-void print_zero_bubble_header(int p, int steps) {
-  std::printf(
-      "\n# ZB-H1 and ZB-V next to 1F1B: bench model, global batch 16, layers auto (ZB-V: %d "
-      "chunks); median of %d steps each, interleaved; %s\n",
-      2 * p, steps, load_average().c_str());
-  std::printf("%5s %4s %7s | %-24s | %-24s | %-24s | %-13s | %s\n", "", "", "", "1F1B bubble",
-              "ZB-H1 bubble", "ZB-V bubble", "/ 1F1B spans",
-              "activation peak MiB per stage, 1F1B / ZB-H1 (ZB-H1's bound) / ZB-V");
-  std::printf("%5s %4s %7s |", "V", "m", "layers");
-  for (int k = 0; k < 3; ++k) std::printf(" %9s %6s %7s |", "spans", "imbal.", "formula");
-  std::printf(" %6s %6s |", "ZB-H1", "ZB-V");
-  for (int r = 0; r < p; ++r) std::printf(" %23s", ("stage " + std::to_string(r)).c_str());
-  std::printf("\n");
-}
-
-// The three schedules of the zero-bubble table.
-constexpr pp::ScheduleKind kZeroBubbleKinds[3] = {pp::ScheduleKind::one_f_one_b,
-                                                  pp::ScheduleKind::zb_h1, pp::ScheduleKind::zbv};
-
-// Each schedule's median spans bubble and imbalance over `steps` steps, the trainers' steps
-// interleaved, and this rank's activation peak under each.
-struct ZeroBubbleRun {
-  double bubble[3], imbalance[3], peak[3];
-};
-ZeroBubbleRun run_zero_bubble(const Comm& world, int vocab, int m, int steps) {
-  std::vector<std::unique_ptr<BenchTrainer>> t;
-  for (pp::ScheduleKind kind : kZeroBubbleKinds) {
-    gpt2::Options o = bench_options({1, world.size(), 1}, m);
-    o.batch = 16;
-    o.model.vocab = vocab;
-    o.schedule = kind;
-    o.virtual_stages = kind == pp::ScheduleKind::zbv ? 2 : 1;
-    t.push_back(std::make_unique<BenchTrainer>(world, o, TokenSource::synthetic(o.model.vocab)));
-  }
-  std::vector<double> bubble[3], imbalance[3];
-  ZeroBubbleRun run{};
-  for (auto& x : t) (void)x->step();  // warm-up
-  for (int s = 0; s < steps; ++s)
-    for (int k = 0; k < 3; ++k) {
-      const int which = (k + s) % 3;
-      memory_stats().reset_peaks();
-      const Bubble b = step_bubble(world, *t[which]);
-      bubble[which].push_back(b.spans), imbalance[which].push_back(b.work);
-      run.peak[which] =
-          std::max(run.peak[which], double(memory_stats().peak(MemoryKind::activations)));
-    }
-  for (int k = 0; k < 3; ++k)
-    run.bubble[k] = median(bubble[k]), run.imbalance[k] = median(imbalance[k]);
-  return run;
-}
-
-// ZB-H1 and ZB-V next to 1F1B: median spans bubble of `steps` steps each, and each stage's
-// activation peak in MiB (rank = stage), with ZB-H1's bound.
-void zero_bubble_row(const Comm& world, int vocab, int m, int steps) {
-  const int p = world.size();
-  const ZeroBubbleRun run = run_zero_bubble(world, vocab, m, steps);
-  std::vector<double> peaks(3 * p);
-  world.all_gather(Span<const double>(run.peak, 3), Span<double>(peaks));
-  if (world.rank() != 0) return;
-  const double MiB = 1024.0 * 1024.0;
-  gpt2::Options o = bench_options({1, p, 1}, m);
-  o.batch = 16;
-  o.model.vocab = vocab;
-  const std::vector<int> split = layer_split(o);
-  std::string layers;
-  for (int n : split) layers += (layers.empty() ? "" : "+") + std::to_string(n);
-  const double formula[3] = {plan::bubble_share(p, m), plan::zb_h1_bubble_share(p, m),
-                             plan::zbv_bubble_share(p, m)};
-  std::printf("%5d %4d %7s |", vocab, m, layers.c_str());
-  for (int k = 0; k < 3; ++k)
-    std::printf(" %9.3f %6.3f %7.3f |", run.bubble[k], run.imbalance[k], formula[k]);
-  std::printf(" %6.2f %6.2f |", run.bubble[1] / run.bubble[0], run.bubble[2] / run.bubble[0]);
-  const double N = double(o.rows_per_microbatch()) * o.model.seq, C = o.model.hidden;
-  for (int r = 0; r < p; ++r) {
-    const double* at = &peaks[3 * r];
-    const double bound = at[0] + r * w_stash_bytes(o, split[r], r == 0, r == p - 1) +
-                         (split[r] > 0 ? 9 * N * C * sizeof(float) : 0);
-    std::printf(" %5.1f/%5.1f (%4.1f)/%5.1f", at[0] / MiB, at[1] / MiB, bound / MiB, at[2] / MiB);
-  }
-  std::printf("\n");
-  std::fflush(stdout);
 }
 
 // The bubble table: GPipe's formula next to the measured spans and work bubbles, m = 1 ... 16,
@@ -230,12 +95,19 @@ void bubble_table(const Comm& world, const std::string& schedule, int steps, int
   }
 }
 
-// ZB-H1 and ZB-V next to 1F1B, m = 4, 8, 16, V = 256 and 4096.
-void zero_bubble_table(const Comm& world, int steps) {
-  if (world.rank() == 0) print_zero_bubble_header(world.size(), steps);
-  for (int vocab : {256, 4096})
-    for (int m : steps > 0 ? std::vector<int>{4, 8, 16} : std::vector<int>{})
-      zero_bubble_row(world, vocab, m, steps);
+// The costliest pipeline rank's share of the model's cost (pp/balance.hpp's costs) under o's
+// split and placement: 1 / (that share) bounds the speedup of any schedule.
+double costliest_share(const gpt2::Options& o) {
+  const pp::StageCosts c = gpt2::Model(o.model).stage_costs();
+  const std::vector<int> split = layer_split(o);
+  const pp::ChunkMap map = o.chunk_map();
+  std::vector<double> rank(map.stages, 0);
+  double total = 0;
+  for (int g = 0; g < map.virtual_stages(); ++g) {
+    const double cost = pp::virtual_stage_cost(c, g, map.virtual_stages(), split[g]);
+    rank[map.rank(g)] += cost, total += cost;
+  }
+  return *std::max_element(rank.begin(), rank.end()) / total;
 }
 
 // Throughput on the bench model (global batch 8), m = 8, next to the single process; for p = 2
@@ -254,14 +126,40 @@ void training_rows(const Comm& world, const std::string& schedule, double train_
   gpt2::Options balanced = even;  // auto: the LM head weighs ~1.2 blocks, 3 + 1
   balanced.pp_layers.clear();
   balanced.schedule = pp::ScheduleKind::one_f_one_b;
-  gpt2::Options zb = balanced;
+  gpt2::Options zb = balanced, zbv = balanced;
   zb.schedule = pp::ScheduleKind::zb_h1;
+  zbv.schedule = pp::ScheduleKind::zbv, zbv.virtual_stages = 2;  // auto: 1,1,2,0 (pp/balance.hpp)
   BenchTrainer t_balanced(world, balanced, TokenSource::synthetic(even.model.vocab));
   BenchTrainer t_zb(world, zb, TokenSource::synthetic(even.model.vocab));
-  training_table(world, train_seconds, bench_options(),
-                 {{"PP=2, m=8, layers 2+2", &t_even},
-                  {"PP=2, m=8, auto 1f1b", &t_balanced},
-                  {"PP=2, m=8, auto zb-h1", &t_zb}});
+  BenchTrainer t_zbv(world, zbv, TokenSource::synthetic(even.model.vocab));
+  auto named = [](const char* schedule, const gpt2::Options& o) {
+    std::string layers;
+    for (int n : layer_split(o)) layers += (layers.empty() ? "" : ",") + std::to_string(n);
+    return std::string("PP=2, m=8, ") + schedule + " " + layers;
+  };
+  const std::vector<double> speedup = training_table(world, train_seconds, bench_options(),
+                                                     {{"PP=2, m=8, 1f1b 2,2", &t_even},
+                                                      {named("1f1b", balanced), &t_balanced},
+                                                      {named("zb-h1", zb), &t_zb},
+                                                      {named("zbv", zbv), &t_zbv}});
+  if (world.rank() == 0)
+    std::printf(
+        "# goal (issue 17): PP=2 m=8 over the single process, >= 1.65: 1f1b auto %.2f, zb-h1 auto "
+        "%.2f, zbv auto %.2f\n",
+        speedup[1], speedup[2], speedup[3]);
+  // What cutting the batch into 8 microbatches costs by itself: one process, m = 8 against m = 1
+  // (8 times the weight reads and weight-gradient updates, GEMMs of 1/8 the rows).
+  gpt2::Options eighths = bench_options({1, 1, 1}, 8);
+  SingleProcess whole(world, bench_options()), cut(world, eighths);
+  const Timings g =
+      interleaved(world, train_seconds / 4,
+                  {[&] { return whole.step(world); }, [&] { return cut.step(world); }});
+  if (world.rank() == 0)
+    std::printf(
+        "# one process with m=8 takes %.3f x its step with m=1 (%s): with the costliest rank's "
+        "share of the cost model's work (%.3f), PP=2 m=8 can reach at most %.2fx\n",
+        g.ratio(1, 0), load_average().c_str(), costliest_share(balanced),
+        1 / (costliest_share(balanced) * g.ratio(1, 0)));
   // The byte vocabulary: the LM head is cheap, so 2 + 2 layers are equal stages.
   gpt2::Options bytes = even, single = bench_options();
   bytes.model.vocab = single.model.vocab = 256;

@@ -2,7 +2,7 @@
 // interleaved 1F1B at PP = 2 and 4 with m in {1, p, 2p+1} where the schedule allows, with TP,
 // with an uneven layer split, and with activation recomputation; ZB-H1 (backward split into B
 // and W) and ZB-V (the same in a V of 2 chunks per rank) at PP = 2 and 4 with m in {p, 2p,
-// 2p+1}, with TP (and SP) and with DP and ZeRO 1-3;
+// 2p+1}, with TP (and SP) and with DP and ZeRO 1-3; the head alone on the last virtual stage;
 // interleaved at PP = 1 with v = 2 (both tied embedding copies on one rank): alone, TP2, DP2
 // ZeRO-3. A tie declared between parameters of different shapes is refused.
 #include "parity.hpp"
@@ -83,6 +83,18 @@ TEST_CASE("ZB-V with TP2 (and sequence parallelism) and with DP2 under ZeRO 1, 2
   run(4, {2, 2, 1}, ScheduleKind::zbv, 5, 4, 2, Recompute::none, {}, {}, /*sp=*/true);
   for (int stage : {1, 2, 3})
     run(4, {1, 2, 2}, ScheduleKind::zbv, 4, 4, 2, Recompute::none, {}, {stage});
+}
+
+// The last virtual stage with no layer, the head alone (what --pp-layers auto gives the bench
+// model's V): 1F1B and ZB-H1 with 4 + 0, ZB-V with 1, 1, 2, 0 (rank 0: layer 0 and the head)
+// and with TP2 (SP), and DP2 ZeRO-1.
+TEST_CASE("the head alone on the last virtual stage: 1f1b, zb-h1 (4+0) and zbv (1,1,2,0)") {
+  const Recompute none = Recompute::none;
+  run(2, {1, 2, 1}, ScheduleKind::one_f_one_b, 3, 4, 1, none, {4, 0});
+  run(2, {1, 2, 1}, ScheduleKind::zb_h1, 4, 4, 1, none, {4, 0});
+  for (int m : {2, 5}) run(2, {1, 2, 1}, ScheduleKind::zbv, m, 4, 2, none, {1, 1, 2, 0});
+  run(4, {2, 2, 1}, ScheduleKind::zbv, 4, 4, 2, none, {1, 1, 2, 0}, {}, /*sp=*/true);
+  run(4, {1, 2, 2}, ScheduleKind::zbv, 4, 4, 2, none, {1, 1, 2, 0}, {1});
 }
 
 TEST_CASE("PP=1 interleaved (v=2): the tied embedding's two copies on one rank are summed") {

@@ -110,23 +110,43 @@ TEST_CASE("pipeline bubble: (p-1)/m, interleaved (p-1)/(v m)") {
   CHECK(bubble_fraction(4, 4) == doctest::Approx(0.75));
 }
 
-// plan/balance.hpp: the split that minimises the costliest virtual stage, by hand.
+// plan/balance.hpp: the split that minimises the costliest rank, then its costliest chunk, by hand.
 TEST_CASE("balanced layer split: the LM head counted, the costliest stage as cheap as can be") {
   const ModelSpec bench{"bench", 4, 256, 8, 4096, 128};  // the head weighs 1.23 layers
   const pp::StageCosts c = stage_costs(bench);
   CHECK(c.head / c.layer ==
         doctest::Approx(2.0 * 256 * 4096 / (24.0 * 256 * 256 + 4.0 * 128 * 256)));
   CHECK(balanced_layer_split(bench, 2) == std::vector<int>{3, 1});  // 3 vs 2.23, not 2 vs 3.23
-  CHECK(balanced_layer_split(bench, 4) == std::vector<int>{1, 1, 1, 1});
+  // 4 stages: the head alone on the last (1.23), one stage with 2 layers, rather than 2.23
+  CHECK(balanced_layer_split(bench, 4) == std::vector<int>{1, 1, 2, 0});
   // a cheap head (V = 67: 0.16 layers) keeps the even split; 3 layers: the head's stage gets 1
   const ModelSpec small{"parity", 4, 32, 8, 67, 16};
   CHECK(balanced_layer_split(small, 2) == std::vector<int>{2, 2});
+  CHECK(balanced_layer_split(small, 4) == std::vector<int>{1, 1, 1, 1});
   CHECK(balanced_layer_split(ModelSpec{"parity", 3, 32, 8, 67, 16}, 2) == std::vector<int>{2, 1});
-  // 12 layers and a head of 4.9 layers over 4 stages: the head's stage with 1 layer (5.9) is the
-  // costliest whatever the rest; of the splits that tie, fewer layers on the earlier stages
+  // 12 layers and a head of 4.9 layers over 4 stages: the head alone (4.9) beats any stage of
+  // the head and a layer (5.9); the other 12 layers 4 each
   const ModelSpec big_head{"head", 12, 256, 8, 16384, 128};
-  CHECK(balanced_layer_split(big_head, 4) == std::vector<int>{3, 4, 4, 1});
-  CHECK_THROWS_AS(balanced_layer_split(bench, 5), Error);
+  CHECK(balanced_layer_split(big_head, 4) == std::vector<int>{4, 4, 4, 0});
+  CHECK_THROWS_AS(balanced_layer_split(bench, 6), Error);  // 5 stages: 4 layers and the head
+}
+
+// pp/balance.hpp with chunks: each rank's cost is the sum of its chunks'.
+TEST_CASE("balanced layer split over ranks: ZB-V's V and interleaved chunks") {
+  const pp::StageCosts bench = stage_costs(ModelSpec{"bench", 4, 256, 8, 4096, 128});
+  const pp::ChunkMap v{pp::Placement::v_shape, 2, 2}, looped{pp::Placement::looped, 2, 2};
+  // the V: rank 0 holds virtual stages 0 and 3 (the head: 1.23 layers), rank 1 stages 1 and 2;
+  // rank 0 gets 1 layer (2.23), rank 1 3 (3), not 2 + head (3.23) against 2
+  CHECK(pp::balanced_layer_split(bench, 4, v) == std::vector<int>{1, 1, 2, 0});
+  // a cheap head keeps one layer per chunk
+  const pp::StageCosts small = stage_costs(ModelSpec{"parity", 4, 32, 8, 67, 16});
+  CHECK(pp::balanced_layer_split(small, 4, v) == std::vector<int>{1, 1, 1, 1});
+  // looped, 8 layers: rank 1 holds virtual stages 1 and 3 (the head), so it gets 3 layers
+  // (4.23) and rank 0 5 (5), not 4 + head against 4
+  CHECK(pp::balanced_layer_split(bench, 8, looped) == std::vector<int>{2, 2, 3, 1});
+  const pp::StageCosts equal{1, 0, 0};
+  CHECK(pp::balanced_layer_split(equal, 8, v) == std::vector<int>{2, 2, 2, 2});
+  CHECK(pp::balanced_layer_split(equal, 6, looped) == std::vector<int>{1, 1, 2, 2});
 }
 
 TEST_CASE("FLOPs: 3 forwards, plus one with full recomputation (Narayanan eq. (3))") {

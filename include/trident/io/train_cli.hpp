@@ -94,7 +94,8 @@ inline void add_run_options(CLI::App& app, TrainOptions& o, RunFlags& f, unsigne
                                     "model chunks per pipeline rank (interleaved; zbv: 2)")
                          ->capture_default_str();
   app.add_option("--pp-layers", f.pp_layers,
-                 "layers per (virtual) stage, e.g. 3,2,2,1, or auto: balanced by the cost model")
+                 "layers per (virtual) stage, e.g. 3,2,2,1 (the last may be 0: the head alone), or "
+                 "auto: each rank's cost balanced by the cost model")
       ->capture_default_str();
   app.add_option("--recompute", f.recompute, "activation recomputation")
       ->check(CLI::IsMember({"none", "full"}))

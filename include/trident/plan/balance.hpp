@@ -4,8 +4,7 @@
 // et al. 2021 §5.1; the backward is twice the forward, so the forward's FLOPs stand for all
 // three passes): each layer 24 b s h^2 + 4 b s^2 h, the LM head and loss 2 b s h V on the last
 // virtual stage, and the embedding, a table lookup with no GEMM, 0 on the first. The split
-// minimises the most expensive virtual stage, by dynamic programming over (virtual stage,
-// layers placed: pp/balance.hpp).
+// (pp/balance.hpp) minimises the most expensive pipeline rank, here plain stages.
 #pragma once
 
 #include <vector>

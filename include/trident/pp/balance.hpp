@@ -3,20 +3,27 @@
 // A virtual stage's cost per microbatch is its layers' cost, plus the embedding's on the first
 // virtual stage and the head's on the last; the model gives the three (model/model.hpp,
 // stage_costs: forward FLOPs of one sequence, which stand for all three passes since the
-// backward is twice the forward). The split minimises the most expensive virtual stage, by
-// dynamic programming over (virtual stage, layers placed); of equally good splits, the one
-// with fewer layers on earlier stages (which hold more microbatches' activations under 1F1B).
-// With an even cost per stage as the target, the head's stage gets fewer layers: on the bench
-// model (V=4096, h=256, s=128, L=4) the head weighs 1.23 layers, and 2 stages get 3 + 1
-// layers instead of 2 + 2.
+// backward is twice the forward). A pipeline rank's cost is the sum of its chunks' (the virtual
+// stages it holds, placement.hpp): the rank is busy for all of them, so the costliest rank sets
+// the step. The split first gives each rank its number of layers, so that the costliest rank is
+// as cheap as can be, then shares each rank's layers among its chunks the same way. Both by
+// water-filling: one layer at a time to whichever makes the new cost smallest (which minimises
+// the largest cost, each cost growing by one layer's per layer); on a tie the later rank or
+// chunk, so that earlier stages (which hold more microbatches' activations under 1F1B) get
+// fewer layers. Every virtual stage gets at least 1 layer but the last, which may hold the head
+// alone (the first embeds and would pass its output on unchanged; a middle one with none would
+// only pass its input on).
+// On the bench model (V=4096, h=256, s=128, L=4) the head weighs 1.23 layers: 2 stages get
+// 3 + 1 layers instead of 2 + 2; ZB-V's V (rank 0 holds virtual stages 0 and 3, the embedding
+// and the head) gets 1, 1, 2, 0: rank 0 runs 1 layer and the head (2.23), rank 1 3 layers.
 #pragma once
 
 #include <algorithm>
-#include <limits>
 #include <string>
 #include <vector>
 
 #include "../core/error.hpp"
+#include "placement.hpp"
 
 namespace trident::pp {
 
@@ -30,25 +37,56 @@ inline double virtual_stage_cost(const StageCosts& c, int g, int stages, int lay
   return layers * c.layer + (g == 0 ? c.embedding : 0) + (g == stages - 1 ? c.head : 0);
 }
 
-// Layers of each of `stages` virtual stages (at least 1 each) of a model of L layers costing c,
-// minimising the largest cost.
-inline std::vector<int> balanced_layer_split(const StageCosts& c, int L, int stages) {
-  require(stages >= 1 && stages <= L, "balanced_layer_split: " + std::to_string(stages) +
-                                          " stages for " + std::to_string(L) + " layers");
-  const double inf = std::numeric_limits<double>::infinity();
-  // worst[g][l]: the least largest cost of placing l layers on stages 0..g; take[g][l]: stage g's
-  std::vector<std::vector<double>> worst(stages, std::vector<double>(L + 1, inf));
-  std::vector<std::vector<int>> take(stages, std::vector<int>(L + 1, 0));
-  for (int l = 1; l <= L; ++l) worst[0][l] = virtual_stage_cost(c, 0, stages, l), take[0][l] = l;
-  for (int g = 1; g < stages; ++g)
-    for (int l = g + 1; l <= L; ++l)
-      for (int k = l - g; k >= 1; --k) {  // most layers on stage g first: fewer on earlier ones
-        const double w = std::max(worst[g - 1][l - k], virtual_stage_cost(c, g, stages, k));
-        if (w < worst[g][l]) worst[g][l] = w, take[g][l] = k;
-      }
+namespace detail {
+// Water-filling: `layers` more layers onto parts with costs fixed[i] + count[i] * layer, one at
+// a time to the part whose new cost is the smallest (the last such part on a tie).
+inline void fill_layers(std::vector<int>& count, const std::vector<double>& fixed, double layer,
+                        int layers) {
+  for (; layers > 0; --layers) {
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < count.size(); ++i)
+      if (fixed[i] + (count[i] + 1) * layer <= fixed[best] + (count[best] + 1) * layer) best = i;
+    ++count[best];
+  }
+}
+}  // namespace detail
+
+// Layers of each virtual stage g = 0 .. p v - 1 (p = map.stages ranks of v = map.chunks chunks,
+// placed as map says) of a model of L layers costing c: the costliest rank as cheap as can be,
+// then within each rank the costliest chunk.
+inline std::vector<int> balanced_layer_split(const StageCosts& c, int L, const ChunkMap& map) {
+  const int stages = map.virtual_stages();
+  require(stages >= 1 && stages <= L + 1, "balanced_layer_split: " + std::to_string(stages) +
+                                              " stages for " + std::to_string(L) + " layers");
+  // each rank's chunks' fixed costs and least layers (1 per chunk, 0 for the head's alone)
+  std::vector<std::vector<double>> fixed(map.stages);
+  std::vector<std::vector<int>> count(map.stages);
+  std::vector<double> rank_fixed(map.stages, 0);
+  std::vector<int> rank_count(map.stages, 0);
+  int left = L;
+  for (int r = 0; r < map.stages; ++r)
+    for (int k = 0; k < map.chunks; ++k) {
+      const int g = map.virtual_stage(k, r);
+      fixed[r].push_back(virtual_stage_cost(c, g, stages, 0));
+      count[r].push_back(g == stages - 1 ? 0 : 1);
+      rank_fixed[r] += fixed[r].back(), rank_count[r] += count[r].back();
+      left -= count[r].back();
+    }
+  require(left >= 0, "balanced_layer_split: " + std::to_string(stages) + " stages for " +
+                         std::to_string(L) + " layers");
+  std::vector<int> start = rank_count;
+  detail::fill_layers(rank_count, rank_fixed, c.layer, left);
   std::vector<int> split(stages);
-  for (int g = stages - 1, l = L; g >= 0; l -= split[g], --g) split[g] = take[g][l];
+  for (int r = 0; r < map.stages; ++r) {
+    detail::fill_layers(count[r], fixed[r], c.layer, rank_count[r] - start[r]);
+    for (int k = 0; k < map.chunks; ++k) split[map.virtual_stage(k, r)] = count[r][k];
+  }
   return split;
+}
+
+// Plain pipeline stages (one chunk per rank).
+inline std::vector<int> balanced_layer_split(const StageCosts& c, int L, int stages) {
+  return balanced_layer_split(c, L, ChunkMap{Placement::looped, stages, 1});
 }
 
 }  // namespace trident::pp

@@ -46,7 +46,9 @@ struct TrainOptions {
 };
 
 // Layers of each virtual stage: the explicit split, or (`--pp-layers auto`) the one that balances
-// the virtual stages' cost, the embedding and the LM head counted (pp/balance.hpp).
+// the pipeline ranks' cost (each the sum of its chunks'), then each rank's chunks', the
+// embedding and the LM head counted (pp/balance.hpp). The last virtual stage may hold 0 layers
+// (the head alone).
 template <class M>
 std::vector<int> layer_split(const M& model, const TrainOptions& o) {
   const int stages = o.virtual_stage_count(), L = model.layers();
@@ -56,7 +58,11 @@ std::vector<int> layer_split(const M& model, const TrainOptions& o) {
             "--pp-layers lists " + s(o.pp_layers.size()) + " stages, but the pipeline has " +
                 s(stages) + " (PP x virtual stages)");
     const int total = std::accumulate(o.pp_layers.begin(), o.pp_layers.end(), 0);
-    for (int n : o.pp_layers) require(n >= 1, "--pp-layers: every stage needs at least 1 layer");
+    for (int g = 0; g + 1 < stages; ++g)
+      require(o.pp_layers[g] >= 1,
+              "--pp-layers: every stage needs at least 1 layer but the last, which may run the "
+              "head alone (0)");
+    require(o.pp_layers.back() >= 0, "--pp-layers: the last stage's layers must be 0 or more");
     require(total == L,
             "--pp-layers adds up to " + s(total) + " layers, but the model has " + s(L));
     return o.pp_layers;
@@ -65,7 +71,7 @@ std::vector<int> layer_split(const M& model, const TrainOptions& o) {
           "PP=" + s(o.mesh.pp) +
               (o.virtual_stages > 1 ? " x " + s(o.virtual_stages) + " virtual stages" : "") +
               " needs at least " + s(stages) + " layers, but the model has " + s(L));
-  return pp::balanced_layer_split(model.stage_costs(), L, stages);
+  return pp::balanced_layer_split(model.stage_costs(), L, o.chunk_map());
 }
 
 template <class M>
