@@ -19,7 +19,6 @@
 #include <thread>
 #include <vector>
 
-#include <instances/gpt2_trainer.hpp>
 #include <trident/models/gpt2/gpt2.hpp>
 #include <trident/plan/compute.hpp>
 #include "plain_gemms.hpp"
@@ -28,9 +27,9 @@ namespace bench {
 
 using namespace trident;
 
-// gpt2::Trainer<float>, built and stepped by code compiled once for every benchmark
-// (instances/gpt2_trainer.hpp).
-using BenchTrainer = instances::Gpt2Trainer<float>;
+// The benchmarks' trainer; its construction and step are compiled once for every program
+// (TRIDENT_PREBUILT_INSTANCES, models/gpt2/trainer.hpp).
+using BenchTrainer = gpt2::Trainer<float>;
 
 // The bench model: V=4096, T=128, L=4, C=256, 8 heads; a global batch of 8 sequences.
 inline gpt2::Config bench_model() {

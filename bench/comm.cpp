@@ -22,10 +22,10 @@
 //   all_reduce:                  bytes / time * 2(n-1)/n
 //   all_gather, reduce_scatter:  bytes / time * (n-1)/n
 // The repetitions of a size fill about --seconds-per-size (at least 5, at most 1000).
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <trident/io/cli.hpp>
 #include <trident/models/gpt2/cli.hpp>
 #include <trident/plan/formulas.hpp>
 #include <trident/trident.hpp>
@@ -173,16 +173,16 @@ int main(int argc, char** argv) {
     std::size_t min_bytes = 4 << 10, max_bytes = 64 << 20;
     double seconds = 1.0;
     std::vector<std::string> ops{"all_reduce", "all_gather", "reduce_scatter", "broadcast"};
-    CLI::App app{"Time trident's collectives next to blocking MPI, interleaved in one run."};
+    cli::App app{"Time trident's collectives next to blocking MPI, interleaved in one run."};
     app.add_option("--min-bytes", min_bytes, "smallest message (full buffer), e.g. 4K")
-        ->transform(CLI::AsSizeValue(false));
+        ->transform(cli::AsSizeValue(false));
     app.add_option("--max-bytes", max_bytes, "largest message; sizes grow by 4x, e.g. 64M")
-        ->transform(CLI::AsSizeValue(false));
+        ->transform(cli::AsSizeValue(false));
     app.add_option("--ops", ops, "operations, comma-separated")
         ->delimiter(',')
-        ->check(CLI::IsMember({"all_reduce", "all_gather", "reduce_scatter", "broadcast"}));
+        ->check(cli::IsMember({"all_reduce", "all_gather", "reduce_scatter", "broadcast"}));
     app.add_option("--seconds-per-size", seconds, "time to spend on each operation and size")
-        ->check(CLI::PositiveNumber);
+        ->check(cli::PositiveNumber);
     parse_command_line(app, argc, argv, world);
     if (min_bytes < 1 || min_bytes > max_bytes)
       fail("need 1 <= --min-bytes <= --max-bytes, got " + std::to_string(min_bytes) + " and " +

@@ -7,8 +7,8 @@
 // bench_util.hpp) at the FLOP/s of the fastest plain engine (Eigen's GEMM or the linked BLAS) on
 // exactly the step's products, measured in the same run, interleaved with the training steps.
 // Ratio = ideal time / step time.
-#include <CLI/CLI.hpp>
 #include <cmath>
+#include <trident/io/cli.hpp>
 #include <trident/models/gpt2/cli.hpp>
 #include <trident/trident.hpp>
 
@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
   return run_main(argc, argv, [](int argc, char** argv) {
     const Comm world = Comm::world();
     double seconds = 1.5, train_seconds = 20;
-    CLI::App app{"Single-process training of the bench model next to its GEMM-bound ideal."};
+    cli::App app{"Single-process training of the bench model next to its GEMM-bound ideal."};
     app.add_option("--seconds", seconds, "time per table row (both variants)")
         ->capture_default_str();
     app.add_option("--train-seconds", train_seconds, "time for the training rows")

@@ -58,10 +58,10 @@ class PlainGemms {
             continue;
           }
         }
-        if (!g.trans_a && !g.trans_b) c_[i].noalias() = a_[i] * b_[i];
-        if (!g.trans_a && g.trans_b) c_[i].noalias() = a_[i] * b_[i].transpose();
-        if (g.trans_a && !g.trans_b) c_[i].noalias() = a_[i].transpose() * b_[i];
-        if (g.trans_a && g.trans_b) c_[i].noalias() = a_[i].transpose() * b_[i].transpose();
+        backend::eigen_gemm<float>(backend::view(c_[i].data(), g.M, g.N),
+                                   backend::cview(a_[i].data(), a_[i].rows(), a_[i].cols()),
+                                   backend::cview(b_[i].data(), b_[i].rows(), b_[i].cols()),
+                                   g.trans_a, g.trans_b, 0);
       }
   }
   double flops() const { return total_flops(gemms_); }

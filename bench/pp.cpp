@@ -24,7 +24,7 @@
 // Training rows: the bench model, global batch 8, m = 8: layers even, auto (each rank's cost
 // balanced, pp/balance.hpp) with 1F1B, ZB-H1 and ZB-V, each next to the single process in the
 // same run (goal: 1.65x at PP=2).
-#include <CLI/CLI.hpp>
+#include <trident/io/cli.hpp>
 #include <trident/models/gpt2/cli.hpp>
 #include <trident/plan/formulas.hpp>
 #include <trident/trident.hpp>
@@ -177,12 +177,12 @@ int main(int argc, char** argv) {
     double train_seconds = 20;
     std::string schedule = "1f1b";
     bool zero_bubble_only = false;
-    CLI::App app{
+    cli::App app{
         "Pipeline bubble next to (p-1)/(m+p-1), and pipelined training next to one process."};
     app.add_option("--steps", steps, "measured steps per configuration (0: no bubble tables)")
         ->capture_default_str();
     app.add_option("--schedule", schedule, "pipeline schedule of the bubble table")
-        ->check(CLI::IsMember({"gpipe", "1f1b"}))
+        ->check(cli::IsMember({"gpipe", "1f1b"}))
         ->capture_default_str();
     app.add_option("--train-seconds", train_seconds, "time for the training rows (0: none)")
         ->capture_default_str();

@@ -10,11 +10,10 @@
 // shapes, its calls inside the microbatch loop after its own compute between calls ("gap"), the
 // calls after the loop after a short compute (measured once, for the first run that makes them).
 // Measured: the mean over --steps steps (after one warm-up step) of the slowest rank's step.
-#include <CLI/CLI.hpp>
 #include <cstdio>
-#include <instances/gpt2_trainer.hpp>  // measure_run<float, float>, compiled once
 #include <trident/costmodel/measured.hpp>
 #include <trident/costmodel/predict.hpp>
+#include <trident/io/cli.hpp>
 #include <trident/models/gpt2/cli.hpp>
 #include <trident/trident.hpp>
 
@@ -39,7 +38,7 @@ int main(int argc, char** argv) {
     const Comm world = Comm::world();
     gpt2::Config model = comparison_model();
     int batch = kComparisonBatch, steps = 3;
-    CLI::App app{"Predicted (calibrated cost model) vs measured step time of zero_vs_3d's runs."};
+    cli::App app{"Predicted (calibrated cost model) vs measured step time of zero_vs_3d's runs."};
     add_model_options(app, model);
     app.add_option("--batch", batch, "sequences per step")->capture_default_str();
     app.add_option("--steps", steps, "measured steps per run")->capture_default_str();

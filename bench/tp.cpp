@@ -9,7 +9,7 @@
 // same layer on the 2-rank group (plus its all-reduce: f backward, g forward), "eigen" plain
 // Eigen GEMMs of the same local shapes. Times are the slowest rank's.
 // Training rows: the bench model (bench_util.hpp), the single process on world rank 0 alone.
-#include <CLI/CLI.hpp>
+#include <trident/io/cli.hpp>
 #include <trident/models/gpt2/cli.hpp>
 #include <trident/trident.hpp>
 
@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
   return run_main(argc, argv, [](int argc, char** argv) {
     const Comm world = Comm::world();
     double seconds = 1, train_seconds = 20;
-    CLI::App app{"TP=2 layers next to plain Eigen GEMMs, and TP=2 training next to one process."};
+    cli::App app{"TP=2 layers next to plain Eigen GEMMs, and TP=2 training next to one process."};
     app.add_option("--seconds", seconds, "time per layer row")->capture_default_str();
     app.add_option("--train-seconds", train_seconds, "time for the training rows")
         ->capture_default_str();

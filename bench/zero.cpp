@@ -15,7 +15,7 @@
 // in the second; their difference is what computation hid. Training: the bench model, one
 // microbatch per rank, the single process on world rank 0 alone, all variants interleaved step
 // by step.
-#include <CLI/CLI.hpp>
+#include <trident/io/cli.hpp>
 #include <trident/models/gpt2/cli.hpp>
 #include <trident/train/formulas.hpp>
 #include <trident/trident.hpp>
@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
   return run_main(argc, argv, [](int argc, char** argv) {
     const Comm world = Comm::world();
     double train_seconds = 30, overlap_seconds = 10;
-    CLI::App app{
+    cli::App app{
         "ZeRO stages at DP=2: training next to one process, memory and traffic next to formulas."};
     app.add_option("--train-seconds", train_seconds, "time for the training rows")
         ->capture_default_str();

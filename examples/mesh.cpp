@@ -3,9 +3,9 @@
 //   mpiexec -n 8 ./mesh --tp 2 --pp 2 --dp 2
 //
 // Each rank prints its coordinates and the world ranks of its groups, in rank order.
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
+#include <trident/io/cli.hpp>
 #include <trident/models/gpt2/cli.hpp>
 #include <trident/trident.hpp>
 
@@ -26,10 +26,10 @@ int main(int argc, char** argv) {
   return run_main(argc, argv, [](int argc, char** argv) {
     const Comm world = Comm::world();
     MeshShape shape;
-    CLI::App app{"Print the TP x PP x DP mesh: each rank's coordinates and groups."};
-    app.add_option("--tp", shape.tp, "tensor-parallel size")->check(CLI::PositiveNumber);
-    app.add_option("--pp", shape.pp, "pipeline-parallel size")->check(CLI::PositiveNumber);
-    app.add_option("--dp", shape.dp, "data-parallel size")->check(CLI::PositiveNumber);
+    cli::App app{"Print the TP x PP x DP mesh: each rank's coordinates and groups."};
+    app.add_option("--tp", shape.tp, "tensor-parallel size")->check(cli::PositiveNumber);
+    app.add_option("--pp", shape.pp, "pipeline-parallel size")->check(cli::PositiveNumber);
+    app.add_option("--dp", shape.dp, "data-parallel size")->check(cli::PositiveNumber);
     parse_command_line(app, argc, argv, world);
 
     const Mesh<> mesh(world, shape);

@@ -13,11 +13,11 @@
 // simulated bubble next to the papers' formula, and the activations each stage holds at most.
 // --svg draws the timeline as in the GPipe and Megatron-LM figures; --trace writes a Chrome trace
 // for Perfetto or chrome://tracing. Needs no MPI beyond start-up; rank 0 does the printing.
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <string>
 #include <trident/io/chrome_trace.hpp>
+#include <trident/io/cli.hpp>
 #include <trident/models/gpt2/cli.hpp>
 #include <trident/plan/formulas.hpp>
 #include <trident/pp/simulate.hpp>
@@ -34,10 +34,10 @@ struct Flags {
   pp::ScheduleSpec spec{pp::ScheduleKind::one_f_one_b, 4, 8, 1};
   pp::Costs costs;
   bool verbose = false;
-  CLI::Option* chunks = nullptr;
+  cli::Option* chunks = nullptr;
 };
 
-void add_flags(CLI::App& app, Flags& f) {
+void add_flags(cli::App& app, Flags& f) {
   app.add_option("--schedule", f.schedule, "gpipe, 1f1b, interleaved, zb-h1 or zbv")
       ->capture_default_str();
   app.add_option("--stages", f.spec.stages, "pipeline stages p")->capture_default_str();
@@ -50,7 +50,7 @@ void add_flags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--weight-fraction", f.costs.weight_fraction,
                  "zb-h1, zbv: the share of the backward that is W (weight gradients)")
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(cli::Range(0.0, 1.0))
       ->capture_default_str();
   app.add_option("--p2p-cost", f.costs.p2p, "time a message is in transit")->capture_default_str();
   app.add_option("--svg", f.svg, "write the timeline as SVG");
@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
   return run_main(argc, argv, [](int argc, char** argv) {
     const Comm world = Comm::world();
     Flags f;
-    CLI::App app{"Generate a pipeline schedule, simulate it, and draw its timeline."};
+    cli::App app{"Generate a pipeline schedule, simulate it, and draw its timeline."};
     add_flags(app, f);
     parse_command_line(app, argc, argv, world);
 

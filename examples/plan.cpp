@@ -10,9 +10,9 @@
 // it does, and the best pure ZeRO-3 configuration (TP = PP = 1) next to it. The cluster's
 // defaults are a DGX A100 cluster (see plan/cluster.hpp for where each number comes from).
 // Runs on rank 0 of any number of ranks; the others compute the same and stay quiet.
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
+#include <trident/io/cli.hpp>
 #include <trident/models/gpt2/cli.hpp>
 #include <trident/plan/plan.hpp>
 #include <trident/trident.hpp>
@@ -211,7 +211,7 @@ struct Flags {
   bool zero_table = false;
 };
 
-void add_flags(CLI::App& app, Flags& f) {
+void add_flags(cli::App& app, Flags& f) {
   ModelSpec& o = f.overrides;
   ClusterSpec& cl = f.cluster;
   app.add_option("--preset", f.preset,
@@ -281,7 +281,7 @@ void print_setup(const ModelSpec& m, const ClusterSpec& cl, const Flags& f, cons
 int main(int argc, char** argv) {
   return run_main(argc, argv, [](int argc, char** argv) {
     const Comm world = Comm::world();
-    CLI::App app{
+    cli::App app{
         "Rank 3D-parallel + ZeRO configurations of a GPT model on a cluster by "
         "predicted step time."};
     Flags f;

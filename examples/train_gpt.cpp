@@ -8,11 +8,11 @@
 // Prints a progress line per step and a closing report: tokens/s, memory per rank by kind,
 // traffic per step per axis, the pipeline bubble, each next to its formula; with --sample,
 // ends with text sampled from the trained model.
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <optional>
 #include <trident/io/checkpoint.hpp>
 #include <trident/io/chrome_trace.hpp>
+#include <trident/io/cli.hpp>
 #include <trident/io/inference_cli.hpp>
 #include <trident/io/run_json.hpp>
 #include <trident/io/train_cli.hpp>
@@ -228,9 +228,9 @@ int main(int argc, char** argv) {
     o.model = {256, 64, 4, 128, 4, 1337};
     o.batch = 16;
     o.optimizer.lr = 3e-3;
-    CLI::App app{
+    cli::App app{
         "Train a GPT-2-style decoder with tensor, pipeline and data parallelism plus ZeRO."};
-    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    app.last_value_wins();
     add_model_options(app, o.model);
     add_run_options(app, o, f.run, o.model.seed);
     app.add_option("--init", f.init, "initial weights (safetensors, GPT-2 names)");
@@ -238,9 +238,9 @@ int main(int argc, char** argv) {
     app.add_option("--checkpoint-dir", f.checkpoint_dir,
                    "directory of full checkpoints (DIR/step-N: parameters, optimizer, step)");
     app.add_option("--save-every", f.save_every, "write a checkpoint every N steps")
-        ->check(CLI::NonNegativeNumber);
+        ->check(cli::NonNegativeNumber);
     app.add_option("--keep", f.keep, "checkpoints to keep (the newest; 0 keeps all)")
-        ->check(CLI::NonNegativeNumber)
+        ->check(cli::NonNegativeNumber)
         ->capture_default_str();
     auto* resume_flag = app.add_option("--resume", f.resume,
                                        "continue from a checkpoint, or (no value) from the newest "
@@ -248,7 +248,7 @@ int main(int argc, char** argv) {
                             ->expected(0, 1);
     app.add_option("--stop-after", f.stop_after,
                    "end the run after this step, as if cut off (the schedule still plans --steps)")
-        ->check(CLI::PositiveNumber);
+        ->check(cli::PositiveNumber);
     app.add_option("--dump-grads", f.dump_grads,
                    "write the first step's gradients, loss and batch");
     app.add_option("--trace", f.trace,

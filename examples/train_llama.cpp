@@ -10,9 +10,9 @@
 //
 // Prints a progress line per step and the closing report of train_gpt: tokens/s, memory per
 // rank by kind, traffic per step per axis, the pipeline bubble, each next to its formula.
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <trident/core/bf16.hpp>
+#include <trident/io/cli.hpp>
 #include <trident/io/run_json.hpp>
 #include <trident/mesh/topology.hpp>
 #include <trident/models/llama/cli.hpp>
@@ -92,10 +92,10 @@ int main(int argc, char** argv) {
     o.batch = 16;
     o.optimizer.lr = 3e-3;
     RunFlags f;
-    CLI::App app{
+    cli::App app{
         "Train a Llama-style decoder (RMSNorm, RoPE, SwiGLU, grouped-query attention) with "
         "tensor, pipeline and data parallelism plus ZeRO."};
-    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    app.last_value_wins();
     llama::add_model_options(app, c);
     add_run_options(app, o, f, c.seed);
     parse_command_line(app, argc, argv, world);

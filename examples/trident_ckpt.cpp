@@ -8,9 +8,9 @@
 // master weights when the checkpoint has them (mixed precision), else from the parameters.
 // Import writes a checkpoint of step 0: those parameters, AdamW moments zero — so that
 // `train_gpt --resume ck` trains exactly as `train_gpt --init gpt2.safetensors` does.
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <trident/io/checkpoint_reader.hpp>
+#include <trident/io/cli.hpp>
 #include <trident/models/gpt2/cli.hpp>
 #include <trident/models/gpt2/gpt2.hpp>
 
@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
   return run_main(argc, argv, [](int argc, char** argv) {
     const Comm world = Comm::world();
     require(world.size() == 1, "trident-ckpt runs as one process");
-    CLI::App app{"Inspect, export and import trident's distributed checkpoints."};
+    cli::App app{"Inspect, export and import trident's distributed checkpoints."};
     app.require_subcommand(1);
     std::string path, out, in;
     int heads = 0;

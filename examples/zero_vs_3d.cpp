@@ -8,16 +8,15 @@
 // costmodel/predict.hpp), side by side: memory per rank, bytes per step per axis, step time and
 // bubble. Then the same formulas for GPT-3 175B on 1024 A100s, 8 per node. One SVG bar chart of
 // memory per rank by kind per configuration, and one of all five, go to --svg-dir.
-#include <CLI/CLI.hpp>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <instances/gpt2_trainer.hpp>  // measure_run<float, float>, compiled once
 #include <limits>
 #include <trident/costmodel/measured.hpp>
 #include <trident/costmodel/predict.hpp>
 #include <trident/io/bar_chart_svg.hpp>
+#include <trident/io/cli.hpp>
 #include <trident/models/gpt2/cli.hpp>
 #include <trident/trident.hpp>
 
@@ -210,7 +209,7 @@ int main(int argc, char** argv) {
     gpt2::Config model = comparison_model();
     int batch = kComparisonBatch, steps = 3;
     std::string svg_dir = ".";
-    CLI::App app{"ZeRO-3 next to 3D parallelism on one model and 8 ranks: measured and predicted."};
+    cli::App app{"ZeRO-3 next to 3D parallelism on one model and 8 ranks: measured and predicted."};
     add_model_options(app, model);
     app.add_option("--batch", batch, "sequences per step (global batch)")->capture_default_str();
     app.add_option("--steps", steps, "measured steps per configuration (after one warm-up)")

@@ -19,16 +19,15 @@
 // FLOP/byte measured here, a DGX A100's 7488); at 1 Gbit/s these cores would compute ten times
 // less per byte than a real cluster, compute and the scheduling of 8 ranks on 2 cores would weigh
 // as much as the link, and the rounds would not tell the four apart (examples/README.md, 6).
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <instances/gpt2_trainer.hpp>  // measure_run<float, float>, compiled once
 #include <numeric>
 #include <trident/costmodel/inter_node.hpp>
 #include <trident/costmodel/measured.hpp>
+#include <trident/io/cli.hpp>
 #include <trident/mesh/topology.hpp>
 #include <trident/models/gpt2/cli.hpp>
 #include <trident/plan/cluster.hpp>
@@ -208,7 +207,7 @@ Flags parse_flags(const Comm& world, int argc, char** argv) {
   Flags f;
   f.model = comparison_model();
   f.model.vocab = 256, f.model.seq = 64, f.model.layers = 2, f.model.hidden = 384;
-  CLI::App app{"ZeRO-3 next to 3D parallelism on 2 emulated nodes x 4 ranks and a slow link."};
+  cli::App app{"ZeRO-3 next to 3D parallelism on 2 emulated nodes x 4 ranks and a slow link."};
   add_model_options(app, f.model);
   app.add_option("--batch", f.batch, "sequences per step (global batch)")->capture_default_str();
   app.add_option("--steps", f.steps,

@@ -98,3 +98,8 @@ inline Calibration calibrate_run(const Comm& world, const gpt2::Options& o, cons
 }
 
 }  // namespace trident::costmodel
+
+#ifdef TRIDENT_PREBUILT_INSTANCES  // compiled once in instances/ (models/gpt2/trainer.hpp)
+extern template trident::costmodel::MeasuredRun trident::costmodel::measure_run<float, float>(
+    const trident::Comm&, const trident::gpt2::Options&, const trident::TokenSource&, int, int);
+#endif

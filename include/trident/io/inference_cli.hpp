@@ -6,12 +6,12 @@
 //   --temperature, --top-k, --sample-seed
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "../train/sample.hpp"
+#include "cli.hpp"
 
 namespace trident {
 
@@ -21,10 +21,10 @@ struct InferenceFlags {
   double held_out = 0.1;
   SampleOptions sample;  // sample.tokens = 0: no sample
   std::string prompt = "\n";
-  CLI::Option* top_k = nullptr;  // not given: the whole vocabulary
+  cli::Option* top_k = nullptr;  // not given: the whole vocabulary
 };
 
-inline void add_inference_options(CLI::App& app, InferenceFlags& f) {
+inline void add_inference_options(cli::App& app, InferenceFlags& f) {
   app.add_option("--eval-every", f.eval_every,
                  "every K steps (and after the last), the loss on the held-out tail (10%) of the "
                  "data, which training then never samples (0: none)")

@@ -30,8 +30,8 @@ struct RunFlags {
   std::string device = "cpu", dtype = "float", precision = "fp32", data = default_corpus(),
               schedule = "1f1b";
   std::string recompute = "none", grad_reduce = "microbatch", pp_layers = "auto", json;
-  CLI::Option* microbatches = nullptr;    // given or not (default 2 x PP)
-  CLI::Option* virtual_stages = nullptr;  // given or not (default 1; zbv: 2)
+  cli::Option* microbatches = nullptr;    // given or not (default 2 x PP)
+  cli::Option* virtual_stages = nullptr;  // given or not (default 1; zbv: 2)
 };
 
 // "auto" (empty: balanced by cost), or layers per virtual stage such as "3,2,2,1".
@@ -57,14 +57,14 @@ inline std::vector<int> parse_pp_layers(const std::string& text) {
 // --skip-nonfinite --tp --sequence-parallel --pp --schedule --microbatches --virtual-stages
 // --pp-layers --recompute --verbose --dp --zero --grad-reduce --keep-gathered --precision.
 // seed: the model's initialisation seed.
-inline void add_run_options(CLI::App& app, TrainOptions& o, RunFlags& f, unsigned long long& seed) {
+inline void add_run_options(cli::App& app, TrainOptions& o, RunFlags& f, unsigned long long& seed) {
   app.add_option("--batch", o.batch, "sequences per step (global batch)")->capture_default_str();
   app.add_option("--steps", f.steps, "optimizer steps")->capture_default_str();
   app.add_option("--lr", o.optimizer.lr, "peak learning rate")->capture_default_str();
   app.add_option("--seed", seed, "initialisation seed")->capture_default_str();
   app.add_option("--data-seed", o.data_seed, "sampling seed")->capture_default_str();
   app.add_option("--dtype", f.dtype, "compute type")
-      ->check(CLI::IsMember({"float", "double"}))
+      ->check(cli::IsMember({"float", "double"}))
       ->capture_default_str();
   app.add_option("--data", f.data,
                  "a token file (llm.c layout: magic 20240520, uint16/uint32 ids), a text file "
@@ -86,7 +86,7 @@ inline void add_run_options(CLI::App& app, TrainOptions& o, RunFlags& f, unsigne
                "sequence parallelism (Korthikanti et al.)");
   app.add_option("--pp", o.mesh.pp, "pipeline-parallel size")->capture_default_str();
   app.add_option("--schedule", f.schedule, "pipeline schedule")
-      ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved", "zb-h1", "zbv"}))
+      ->check(cli::IsMember({"gpipe", "1f1b", "interleaved", "zb-h1", "zbv"}))
       ->capture_default_str();
   f.microbatches =
       app.add_option("--microbatches", o.microbatches, "microbatches per step (default 2 x PP)");
@@ -98,22 +98,22 @@ inline void add_run_options(CLI::App& app, TrainOptions& o, RunFlags& f, unsigne
                  "auto: each rank's cost balanced by the cost model")
       ->capture_default_str();
   app.add_option("--recompute", f.recompute, "activation recomputation")
-      ->check(CLI::IsMember({"none", "full"}))
+      ->check(cli::IsMember({"none", "full"}))
       ->capture_default_str();
   app.add_flag("--verbose", o.verbose, "print every pipeline send and receive");
   app.add_option("--dp", o.mesh.dp, "data-parallel size")->capture_default_str();
   app.add_option("--zero", o.zero.stage, "ZeRO stage")
-      ->check(CLI::IsMember({0, 1, 2, 3}))
+      ->check(cli::IsMember({0, 1, 2, 3}))
       ->capture_default_str();
   app.add_option("--grad-reduce", f.grad_reduce,
                  "ZeRO-2/3 gradient reduction: per microbatch or per step")
-      ->check(CLI::IsMember({"microbatch", "step"}))
+      ->check(cli::IsMember({"microbatch", "step"}))
       ->capture_default_str();
   app.add_flag("--keep-gathered", o.zero.keep_gathered,
                "ZeRO-3: keep parameters gathered for the whole step");
   app.add_option("--precision", f.precision,
                  "fp32, or bf16 parameters/gradients with fp32 master weights")
-      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->check(cli::IsMember({"fp32", "bf16"}))
       ->capture_default_str();
 }
 

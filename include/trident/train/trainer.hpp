@@ -49,29 +49,9 @@ class Trainer {
   using Model = M;
   using Chunk = typename M::template Stage<T, S>;
 
-  Trainer(const Comm& world, M model, TrainOptions o, TokenSource data)
-      : model_((static_check_model<M>(), std::move(model))),
-        o_((validate(model_, o, world.size()), o)),
-        mesh_(world, o.mesh),
-        data_(std::move(data)) {
-    require(data_.vocab() <= model_.vocab(),
-            "the data '" + data_.name() + "' has token ids up to " +
-                std::to_string(data_.vocab() - 1) + ", at or above the model's vocabulary of " +
-                std::to_string(model_.vocab()));
-    tp_ = {&mesh_.tp(), o_.sequence_parallel};
-    const std::vector<int> split = layer_split(model_, o_);
-    const int p = o_.mesh.pp, v = o_.virtual_stages;
-    const pp::ChunkMap map = o_.chunk_map();
-    ties_ = locate_ties(model_, split, o_.mesh.tp, map, mesh_.stage());
-    for (int c = 0; c < v; ++c)
-      chunks_.push_back(std::make_unique<Chunk>(
-          model_, tp_, stage_spec(split, map.virtual_stage(c, mesh_.stage())),
-          o_.rows_per_microbatch(), mesh_.dp(), o_.zero, o_.recompute));
-    const auto schedule = pp::make_schedule({o_.schedule, p, o_.microbatches, v});
-    executor_ =
-        std::make_unique<pp::Executor<T>>(mesh_.pp(), schedule[mesh_.stage()], o_.microbatches, v,
-                                          chunks_[0]->activation_size(), o_.verbose, map.placement);
-  }
+  // Defined below the class, not inline, as are step(bool) and optimizer(): a program that
+  // compiles them once declares `extern template class Trainer<...>` (docs/ARCHITECTURE.md §9).
+  Trainer(const Comm& world, M model, TrainOptions o, TokenSource data);
 
   const M& model() const { return model_; }
   const TrainOptions& options() const { return o_; }
@@ -131,58 +111,8 @@ class Trainer {
   }
   T scale() const { return T(1) / (T(o_.batch) * T(model_.seq())); }  // 1 / global tokens
 
-  StepResult step(bool apply) {
-    StepResult r;
-    const int b = o_.rows_per_microbatch();
-    micro_.clear();
-    for (int mb = 0; mb < o_.microbatches; ++mb) {
-      const int row = (mesh_.coord().dp * o_.microbatches + mb) * b;
-      micro_.push_back(sample_rows(data_, o_.data_seed, step_, row, b, model_.seq()));
-    }
-    for (auto& c : chunks_) c->store().begin_step();
-    flight_recorder().set_step(step_);
-    mesh_.world().barrier();
-    const double origin = detail::now_seconds();
-    Stage stage{*this};
-    r.intervals = executor_->run(stage, origin);
-    for (auto& c : chunks_) c->store().finish_gradient_reduction();
-    sync_replicated_gradients();
-    // the loss: summed over the microbatches and DP replicas of the stage holding the last
-    // virtual stage (TP rank 0): the last stage, or stage 0 in ZB-V's V
-    const bool counts = o_.holds_loss(mesh_.stage()) && mesh_.coord().tp == 0;
-    const bool poison = fault::armed("nan-loss", mesh_.world().rank(), step_);
-    r.loss = mesh_.world().all_reduce_value(poison ? std::nan("") : counts ? stage.loss : 0.0);
-    if (apply) optimizer(r);
-    r.seconds = detail::now_seconds() - origin;
-    return r;
-  }
-
-  void optimizer(StepResult& r) {
-    ++step_;
-    double squares = 0;
-    for (int c = 0; c < chunks(); ++c)
-      squares += shard_square_sum(chunks_[c]->store(), [&](int u, const LocalParam& p) {
-        if (p.tp_replicated() && mesh_.coord().tp != 0) return false;
-        return !tied_copy(c, u);
-      });
-    if (fault::armed("nan-grad", mesh_.world().rank(), step_ - 1)) squares = std::nan("");
-    r.grad_norm = std::sqrt(mesh_.world().all_reduce_value(squares));
-    r.lr = o_.optimizer.lr_at(step_ - 1);
-    if (!std::isfinite(r.loss) || !std::isfinite(r.grad_norm)) {
-      const std::string what = "step " + std::to_string(step_ - 1) + ": the loss is " +
-                               std::to_string(r.loss) + " and the gradient norm " +
-                               std::to_string(r.grad_norm);
-      require(o_.skip_nonfinite, what + "; stopping (--skip-nonfinite skips such steps)");
-      r.skipped = true;  // no update: parameters and moments stay as they were
-      for (auto& c : chunks_) c->store().end_step();
-      return;
-    }
-    const double scale = o_.optimizer.clip_scale(r.grad_norm);
-    for (auto& c : chunks_) {
-      adamw_step(c->store(), o_.optimizer, step_, r.lr, scale);
-      c->store().end_step();
-    }
-  }
+  StepResult step(bool apply);
+  void optimizer(StepResult& r);
 
   // Step 3 of the data path: the sums over TP (sequence parallelism) and of the tied word
   // embedding's two copies, on whatever part of the reduced gradient this rank holds.
@@ -240,5 +170,85 @@ class Trainer {
   std::vector<Microbatch> micro_;
   int step_ = 0;
 };
+
+template <class M, class T, class S>
+Trainer<M, T, S>::Trainer(const Comm& world, M model, TrainOptions o, TokenSource data)
+    : model_((static_check_model<M>(), std::move(model))),
+      o_((validate(model_, o, world.size()), o)),
+      mesh_(world, o.mesh),
+      data_(std::move(data)) {
+  require(data_.vocab() <= model_.vocab(), "the data '" + data_.name() + "' has token ids up to " +
+                                               std::to_string(data_.vocab() - 1) +
+                                               ", at or above the model's vocabulary of " +
+                                               std::to_string(model_.vocab()));
+  tp_ = {&mesh_.tp(), o_.sequence_parallel};
+  const std::vector<int> split = layer_split(model_, o_);
+  const int p = o_.mesh.pp, v = o_.virtual_stages;
+  const pp::ChunkMap map = o_.chunk_map();
+  ties_ = locate_ties(model_, split, o_.mesh.tp, map, mesh_.stage());
+  for (int c = 0; c < v; ++c)
+    chunks_.push_back(
+        std::make_unique<Chunk>(model_, tp_, stage_spec(split, map.virtual_stage(c, mesh_.stage())),
+                                o_.rows_per_microbatch(), mesh_.dp(), o_.zero, o_.recompute));
+  const auto schedule = pp::make_schedule({o_.schedule, p, o_.microbatches, v});
+  executor_ =
+      std::make_unique<pp::Executor<T>>(mesh_.pp(), schedule[mesh_.stage()], o_.microbatches, v,
+                                        chunks_[0]->activation_size(), o_.verbose, map.placement);
+}
+
+template <class M, class T, class S>
+StepResult Trainer<M, T, S>::step(bool apply) {
+  StepResult r;
+  const int b = o_.rows_per_microbatch();
+  micro_.clear();
+  for (int mb = 0; mb < o_.microbatches; ++mb) {
+    const int row = (mesh_.coord().dp * o_.microbatches + mb) * b;
+    micro_.push_back(sample_rows(data_, o_.data_seed, step_, row, b, model_.seq()));
+  }
+  for (auto& c : chunks_) c->store().begin_step();
+  flight_recorder().set_step(step_);
+  mesh_.world().barrier();
+  const double origin = detail::now_seconds();
+  Stage stage{*this};
+  r.intervals = executor_->run(stage, origin);
+  for (auto& c : chunks_) c->store().finish_gradient_reduction();
+  sync_replicated_gradients();
+  // the loss: summed over the microbatches and DP replicas of the stage holding the last
+  // virtual stage (TP rank 0): the last stage, or stage 0 in ZB-V's V
+  const bool counts = o_.holds_loss(mesh_.stage()) && mesh_.coord().tp == 0;
+  const bool poison = fault::armed("nan-loss", mesh_.world().rank(), step_);
+  r.loss = mesh_.world().all_reduce_value(poison ? std::nan("") : counts ? stage.loss : 0.0);
+  if (apply) optimizer(r);
+  r.seconds = detail::now_seconds() - origin;
+  return r;
+}
+
+template <class M, class T, class S>
+void Trainer<M, T, S>::optimizer(StepResult& r) {
+  ++step_;
+  double squares = 0;
+  for (int c = 0; c < chunks(); ++c)
+    squares += shard_square_sum(chunks_[c]->store(), [&](int u, const LocalParam& p) {
+      if (p.tp_replicated() && mesh_.coord().tp != 0) return false;
+      return !tied_copy(c, u);
+    });
+  if (fault::armed("nan-grad", mesh_.world().rank(), step_ - 1)) squares = std::nan("");
+  r.grad_norm = std::sqrt(mesh_.world().all_reduce_value(squares));
+  r.lr = o_.optimizer.lr_at(step_ - 1);
+  if (!std::isfinite(r.loss) || !std::isfinite(r.grad_norm)) {
+    const std::string what = "step " + std::to_string(step_ - 1) + ": the loss is " +
+                             std::to_string(r.loss) + " and the gradient norm " +
+                             std::to_string(r.grad_norm);
+    require(o_.skip_nonfinite, what + "; stopping (--skip-nonfinite skips such steps)");
+    r.skipped = true;  // no update: parameters and moments stay as they were
+    for (auto& c : chunks_) c->store().end_step();
+    return;
+  }
+  const double scale = o_.optimizer.clip_scale(r.grad_norm);
+  for (auto& c : chunks_) {
+    adamw_step(c->store(), o_.optimizer, step_, r.lr, scale);
+    c->store().end_step();
+  }
+}
 
 }  // namespace trident

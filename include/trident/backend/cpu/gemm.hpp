@@ -37,6 +37,25 @@ CStridedMap<T> cview(const T* data, Eigen::Index rows, Eigen::Index cols) {
   return cview(data, rows, cols, cols);
 }
 
+// The same product by Eigen's own GEMM (OpenMP threads when not inside a parallel region): the
+// fallback of gemm() below, and the Eigen baseline of the benchmarks (bench/plain_gemms.hpp).
+template <class T>
+void eigen_gemm(StridedMap<T> C, const CStridedMap<T>& A, const CStridedMap<T>& B, bool trans_a,
+                bool trans_b, std::common_type_t<T> beta) {
+  const auto product = [&](const auto& a, const auto& b) {
+    if (beta == T(0)) {
+      C.noalias() = a * b;
+    } else {
+      if (beta != T(1)) C *= beta;
+      C.noalias() += a * b;
+    }
+  };
+  if (!trans_a && !trans_b) product(A, B);
+  if (!trans_a && trans_b) product(A, B.transpose());
+  if (trans_a && !trans_b) product(A.transpose(), B);
+  if (trans_a && trans_b) product(A.transpose(), B.transpose());
+}
+
 // C: (M, N) = op(A): (M, K) op(B): (K, N) + beta C, where op(X) is X or X^T.
 // beta 0 overwrites C (whatever it held, NaN included); beta 1 accumulates.
 // C must not overlap A or B (the product is evaluated straight into C).
@@ -62,18 +81,21 @@ void gemm(StridedMap<T> C, const CStridedMap<T>& A, const CStridedMap<T>& B, boo
       return;
     }
   }
-  const auto product = [&](const auto& a, const auto& b) {
-    if (beta == T(0)) {
-      C.noalias() = a * b;
-    } else {
-      if (beta != T(1)) C *= beta;
-      C.noalias() += a * b;
-    }
-  };
-  if (!trans_a && !trans_b) product(A, B);
-  if (!trans_a && trans_b) product(A, B.transpose());
-  if (trans_a && !trans_b) product(A.transpose(), B);
-  if (trans_a && trans_b) product(A.transpose(), B.transpose());
+  eigen_gemm<T>(C, A, B, trans_a, trans_b, beta);
 }
 
 }  // namespace trident::backend
+
+// Eigen's GEMM is the largest template a program instantiates: trident's own programs compile it
+// once (instances/gemm.cpp; TRIDENT_PREBUILT_INSTANCES, docs/ARCHITECTURE.md §9). A user's program
+// instantiates it itself.
+#ifdef TRIDENT_PREBUILT_INSTANCES
+extern template void trident::backend::eigen_gemm<float>(trident::StridedMap<float>,
+                                                         const trident::CStridedMap<float>&,
+                                                         const trident::CStridedMap<float>&, bool,
+                                                         bool, float);
+extern template void trident::backend::eigen_gemm<double>(trident::StridedMap<double>,
+                                                          const trident::CStridedMap<double>&,
+                                                          const trident::CStridedMap<double>&, bool,
+                                                          bool, double);
+#endif

@@ -7,7 +7,7 @@
 namespace trident::gpt2 {
 
 // --layers, --hidden, --heads, --vocab, --seq: a decoder's (io/cli.hpp).
-inline void add_model_options(CLI::App& app, Config& model) {
+inline void add_model_options(cli::App& app, Config& model) {
   add_decoder_options(app, model);
 }
 

@@ -31,3 +31,12 @@ class Trainer : public trident::Trainer<Model, T, S> {
 };
 
 }  // namespace trident::gpt2
+
+// trident's own programs (its tests, examples and benchmarks) are built with
+// TRIDENT_PREBUILT_INSTANCES and link these, compiled once in instances/ instead of once in each
+// program (docs/ARCHITECTURE.md §9). A user's program instantiates the trainer itself.
+#ifdef TRIDENT_PREBUILT_INSTANCES
+extern template class trident::Trainer<trident::gpt2::Model, float, float>;
+extern template class trident::Trainer<trident::gpt2::Model, double, double>;
+extern template class trident::Trainer<trident::gpt2::Model, float, trident::bf16>;
+#endif

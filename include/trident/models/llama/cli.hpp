@@ -7,7 +7,7 @@
 
 namespace trident::llama {
 
-inline void add_model_options(CLI::App& app, Config& model) {
+inline void add_model_options(cli::App& app, Config& model) {
   add_decoder_options(app, model);
   app.add_option("--kv-heads", model.kv_heads,
                  "key/value heads, dividing --heads (grouped-query attention)")
