@@ -18,7 +18,7 @@
 // still deferred (Qi et al. 2023 §3.1: stage s runs W of microbatch k after B of k + s), each
 // holding only what W reads (w_stash_bytes), plus one block's output gradients while B allocates
 // them (9 N C). Then, per rank and schedule, where its step went: F, B (or the fused backward), W,
-// the waits in receives and the rest; a simulation with these times (bench/README.md) gives the
+// the waits in receives and the rest; a simulation with these times (bench/docs/pp.md) gives the
 // measured bubbles.
 #pragma once
 

@@ -1,5 +1,5 @@
 #!/bin/bash
-# bench/gpu/run.sh: what a GPU machine runs from a copy of the repository (bench/README.md).
+# bench/gpu/run.sh: what a GPU machine runs from a copy of the repository (bench/gpu/README.md).
 #
 # The machine is bare and offline (an NVIDIA GPU, CUDA with nvcc, cuBLAS and NCCL, CMake, ninja;
 # no MPI, Eigen, doctest, CLI11 or nlohmann-json): those come unpacked in .gpu-deps/ (made by
