@@ -34,7 +34,11 @@ case "${1:-}" in
       --sample 200 --temperature 0.8 --top-k 10
     ;;
   test)
+    # The build's wall time, printed so that every run (CI's too) records it (docs/ARCHITECTURE.md
+    # §9: a build that stays fast).
+    started=$(date +%s)
     cmake --build "$build" -j "$jobs"
+    echo "quickstart: built every target in $(($(date +%s) - started)) s with $jobs jobs"
     # The CUDA build's tests first (when nvcc is found, else skipped), then the whole suite, so
     # the suite's summary is the last thing printed; a CUDA failure still fails the command.
     cuda_status=0
