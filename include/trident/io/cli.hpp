@@ -79,16 +79,12 @@ class App {
   App(const App&) = delete;
   App& operator=(const App&) = delete;
 
+  // The value types trident's programs read (unsigned long: std::size_t, std::uint64_t).
   Option* add_option(std::string name, int& value, std::string help);
-  Option* add_option(std::string name, long& value, std::string help);
-  Option* add_option(std::string name, long long& value, std::string help);
-  Option* add_option(std::string name, unsigned& value, std::string help);
   Option* add_option(std::string name, unsigned long& value, std::string help);
   Option* add_option(std::string name, unsigned long long& value, std::string help);
-  Option* add_option(std::string name, float& value, std::string help);
   Option* add_option(std::string name, double& value, std::string help);
   Option* add_option(std::string name, std::string& value, std::string help);
-  Option* add_option(std::string name, std::vector<int>& value, std::string help);
   Option* add_option(std::string name, std::vector<std::string>& value, std::string help);
   Option* add_flag(std::string name, bool& value, std::string help);
 

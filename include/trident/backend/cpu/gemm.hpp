@@ -89,13 +89,11 @@ void gemm(StridedMap<T> C, const CStridedMap<T>& A, const CStridedMap<T>& B, boo
 // Eigen's GEMM is the largest template a program instantiates: trident's own programs compile it
 // once (instances/gemm.cpp; TRIDENT_PREBUILT_INSTANCES, docs/ARCHITECTURE.md §9). A user's program
 // instantiates it itself.
+#define TRIDENT_EIGEN_GEMM_INSTANCE(T)                                          \
+  template void trident::backend::eigen_gemm<T>(trident::StridedMap<T>,         \
+                                                const trident::CStridedMap<T>&, \
+                                                const trident::CStridedMap<T>&, bool, bool, T)
 #ifdef TRIDENT_PREBUILT_INSTANCES
-extern template void trident::backend::eigen_gemm<float>(trident::StridedMap<float>,
-                                                         const trident::CStridedMap<float>&,
-                                                         const trident::CStridedMap<float>&, bool,
-                                                         bool, float);
-extern template void trident::backend::eigen_gemm<double>(trident::StridedMap<double>,
-                                                          const trident::CStridedMap<double>&,
-                                                          const trident::CStridedMap<double>&, bool,
-                                                          bool, double);
+extern TRIDENT_EIGEN_GEMM_INSTANCE(float);
+extern TRIDENT_EIGEN_GEMM_INSTANCE(double);
 #endif

@@ -79,15 +79,10 @@ Option* App::remember(CLI::Option* option) {
     return remember(parts_->app->add_option(std::move(name), value, std::move(help))); \
   }
 TRIDENT_CLI_ADD_OPTION(int)
-TRIDENT_CLI_ADD_OPTION(long)
-TRIDENT_CLI_ADD_OPTION(long long)
-TRIDENT_CLI_ADD_OPTION(unsigned)
 TRIDENT_CLI_ADD_OPTION(unsigned long)
 TRIDENT_CLI_ADD_OPTION(unsigned long long)
-TRIDENT_CLI_ADD_OPTION(float)
 TRIDENT_CLI_ADD_OPTION(double)
 TRIDENT_CLI_ADD_OPTION(std::string)
-TRIDENT_CLI_ADD_OPTION(std::vector<int>)
 TRIDENT_CLI_ADD_OPTION(std::vector<std::string>)
 #undef TRIDENT_CLI_ADD_OPTION
 
