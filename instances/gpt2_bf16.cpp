@@ -1,6 +1,11 @@
 // instances/gpt2_bf16.cpp: GPT-2's trainer in bf16 mixed precision (float compute, bf16
-// storage), compiled once for trident's programs (the declaration: models/gpt2/trainer.hpp,
-// docs/ARCHITECTURE.md §9).
+// storage) and the tools run on it, compiled once for trident's programs (the declarations:
+// models/gpt2/trainer.hpp, docs/ARCHITECTURE.md §9).
+#include <trident/io/checkpoint.hpp>
+#include <trident/io/weights.hpp>
 #include <trident/models/gpt2/trainer.hpp>
+#include <trident/train/evaluate.hpp>
+#include <trident/train/report.hpp>
+#include <trident/train/sample.hpp>
 
-template class trident::Trainer<trident::gpt2::Model, float, trident::bf16>;
+TRIDENT_GPT2_INSTANCES(template, float, trident::bf16);
