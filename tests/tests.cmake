@@ -11,6 +11,8 @@ trident_mpi_test(plan RANKS 1 TIMEOUT 120 SOURCES test_plan.cpp)
 trident_mpi_test(nn RANKS 1 TIMEOUT 300 SOURCES test_nn.cpp)
 trident_mpi_test(nn_llama RANKS 1 TIMEOUT 300 SOURCES test_nn_llama.cpp)
 trident_mpi_test(llama RANKS 2 8 TIMEOUT 600 SOURCES test_llama.cpp)
+# Llama's trainers come compiled (models/llama/llama.hpp, cmake/trident_programs.cmake).
+target_link_libraries(test_bundle_${trident_bundle_of_llama} PRIVATE trident_llama_instances)
 trident_mpi_test(parity_pp RANKS 2 4 8 TIMEOUT 600 SOURCES test_parity_pp.cpp)
 trident_mpi_test(parity_zero RANKS 2 4 8 TIMEOUT 600 SOURCES test_parity_zero.cpp)
 trident_mpi_test(accounting RANKS 2 4 TIMEOUT 300 SOURCES test_accounting.cpp)

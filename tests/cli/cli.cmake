@@ -111,7 +111,7 @@ trident_cli_error(plan_mesh_product RANKS 1 PROGRAM plan ARGS --preset gpt3-175b
 
 # The same losses on two meshes (double): a command a user can type reproduces the
 # single-process run.
-trident_program(compare_losses cli/compare_losses.cpp)
+trident_program(compare_losses UNTIMED cli/compare_losses.cpp)
 # trident_same_losses(name RANKS n ARGS mesh flags... [BOTH flags...] [PROGRAM p]): single
 # process vs `mpiexec -n n` with ARGS, both runs of p (default train_gpt) with BOTH
 function(trident_same_losses name)

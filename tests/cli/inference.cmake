@@ -22,7 +22,7 @@ trident_cli_error(eval_too_little_data RANKS 2 PROGRAM train_gpt ARGS ${tiny} --
 
 # Single process vs TP2-PP2-DP2 ZeRO-3 on the byte corpus, in double: the held-out losses
 # (--eval-every 2 over 4 steps) to 1e-10 and the same sampled text.
-trident_program(compare_inference cli/compare_inference.cpp)
+trident_program(compare_inference UNTIMED cli/compare_inference.cpp)
 set(dir ${CMAKE_CURRENT_BINARY_DIR}/inference)
 file(MAKE_DIRECTORY ${dir})
 set(common --dtype double --steps 4 --layers 4 --hidden 32 --heads 4 --seq 16 --batch 8

@@ -11,3 +11,14 @@ template <class T, class S = T>
 using Trainer = trident::Trainer<Model, T, S>;
 
 }  // namespace trident::llama
+
+// trident's own programs link Llama's trainers and their run report, compiled once in
+// instances/llama.cpp (train/prebuilt.hpp, docs/ARCHITECTURE.md §9).
+#ifdef TRIDENT_PREBUILT_INSTANCES
+#include "../../core/bf16.hpp"
+#include "../../train/prebuilt.hpp"
+
+TRIDENT_TRAINER_INSTANCES(extern template, trident::llama::Model, float, float);
+TRIDENT_TRAINER_INSTANCES(extern template, trident::llama::Model, double, double);
+TRIDENT_TRAINER_INSTANCES(extern template, trident::llama::Model, float, trident::bf16);
+#endif
