@@ -32,11 +32,11 @@ trident_mpi_test(plan_vs_trident RANKS 4 8 TIMEOUT 300 SOURCES test_plan_vs_trid
 include(cli/checkpoint.cmake)
 # On 2 emulated nodes of 2 ranks (cmake/cluster.sh: needs root, as CI has; elsewhere the script
 # exits 77 and the test is reported as skipped, with the reason in its output). Its source is in
-# the gpt2_double bundle (gpt2::Trainer<double> and the reference compiled once for both).
-target_sources(test_bundle_gpt2_double PRIVATE test_cluster.cpp)
+# the gpt2 bundle (gpt2::Trainer<double> and the reference compiled once for both).
+target_sources(test_bundle_gpt2 PRIVATE test_cluster.cpp)
 add_test(NAME cluster.2nodes
          COMMAND sh ${PROJECT_SOURCE_DIR}/cmake/cluster.sh --nodes 2 --ranks-per-node 2
-                 --link 1gbit --timeout 240 -- $<TARGET_FILE:test_bundle_gpt2_double>
+                 --link 1gbit --timeout 240 -- $<TARGET_FILE:test_bundle_gpt2>
                  --source-file=*/test_cluster.cpp --no-skip)
 set_tests_properties(cluster.2nodes PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77 PROCESSORS 4
                      FAIL_REGULAR_EXPRESSION "FAILED on some rank" ENVIRONMENT "OMP_NUM_THREADS=1")
