@@ -261,6 +261,34 @@ TEST_CASE("attention: causal probabilities, output against loops, backward again
   check_attention(40, 40, 400);
 }
 
+// Float runs register tiles of its own (nn/detail/attention_tiles.hpp: 8 rows with AVX-512,
+// double 4): the float kernel against the double one, checked above, on the same inputs, to
+// float's rounding (sums of up to seq products of magnitude ~1: 1e-5 of the largest value).
+TEST_CASE("attention: float against double (their own register tiles)") {
+  for (const auto& [seq, D] : {std::pair{128, 32}, std::pair{70, 32}, std::pair{40, 40}}) {
+    CAPTURE(seq);
+    CAPTURE(D);
+    std::mt19937 rng(9);
+    const int B = 2, H = 2;
+    const Vec qkv = random_vector(seq * B * 3 * H * D, rng, -2, 2);
+    const Vec dout = random_vector(seq * B * H * D, rng);
+    Vec out(dout.size()), probs(B * H * seq * seq, 0.0), dqkv(qkv.size());
+    nn::attention_forward(out.data(), probs.data(), qkv.data(), B, seq, H, D);
+    nn::attention_backward(dqkv.data(), dout.data(), qkv.data(), probs.data(), B, seq, H, D);
+    const std::vector<float> qkv_f(qkv.begin(), qkv.end()), dout_f(dout.begin(), dout.end());
+    std::vector<float> out_f(out.size()), probs_f(probs.size(), 0.f), dqkv_f(qkv.size());
+    nn::attention_forward(out_f.data(), probs_f.data(), qkv_f.data(), B, seq, H, D);
+    nn::attention_backward(dqkv_f.data(), dout_f.data(), qkv_f.data(), probs_f.data(), B, seq, H,
+                           D);
+    const auto close = [](const Vec& want, const std::vector<float>& got) {
+      return max_abs_diff(want, Vec(got.begin(), got.end())) <
+             1e-5 * std::max(1.0, max_abs_diff(want, Vec(want.size(), 0.0)));
+    };
+    CHECK(close(out, out_f));
+    CHECK(close(dqkv, dqkv_f));
+  }
+}
+
 TEST_CASE("token embedding: rows of this rank's vocabulary range, zeros elsewhere; backward") {
   std::mt19937 rng(6);
   const int N = 7, C = 5, begin = 3, end = 8;

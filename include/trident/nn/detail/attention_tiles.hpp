@@ -153,15 +153,27 @@ void weighted_lanes(T* out, std::ptrdiff_t ldo, const T* w, std::ptrdiff_t wi, s
     }
 }
 
+// Rows of weighted_rows' float register tiles: R x 2 chunks of accumulators and the 2 chunks of
+// x fill the vector registers, 32 with AVX-512 (a float chunk is one register), 16 with AVX2 (two
+// per chunk). 8 rows instead of 4 with AVX-512: 16 multiply-adds per 2 loads of x and 8
+// broadcasts instead of 8 per 2 and 4 (bench/docs/model.md: the backward 0.84 of its time
+// before). Doubles take two registers a chunk: 4 rows.
+#ifdef __AVX512F__
+inline constexpr int kWeightedRows = 8;
+#else
+inline constexpr int kWeightedRows = 4;
+#endif
+
 // out: (R, D) rows ldo apart (+)= w: (R, [j0, j1)) . x: ([j0, j1), D) rows ldx apart, where
 // w(i, j) = w[i * wi + j * wj] (wi = 1 reads w transposed); accumulate: += instead of =.
-// In register tiles of up to 4 rows by 2 chunks; D's last, partial chunk scalar.
+// In register tiles of up to kWeightedRows rows by 2 chunks; D's last, partial chunk scalar.
 template <int R, class T>
 void weighted_rows(T* out, std::ptrdiff_t ldo, const T* w, std::ptrdiff_t wi, std::ptrdiff_t wj,
                    const T* x, std::ptrdiff_t ldx, int j0, int j1, int D, bool accumulate) {
-  if constexpr (R > 4) {
-    for (int i = 0; i < R; i += 4)
-      weighted_rows<4>(out + i * ldo, ldo, w + i * wi, wi, wj, x, ldx, j0, j1, D, accumulate);
+  constexpr int kRows = std::is_same_v<T, float> ? kWeightedRows : 4;
+  if constexpr (R > kRows) {
+    for (int i = 0; i < R; i += kRows)
+      weighted_rows<kRows>(out + i * ldo, ldo, w + i * wi, wi, wj, x, ldx, j0, j1, D, accumulate);
   } else {
     int d = 0;
     for (; d + 2 * kWidth <= D; d += 2 * kWidth)
