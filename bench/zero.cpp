@@ -12,9 +12,10 @@
 // exposed per step next to all of it: the same trainer steps with overlap and without
 // (overlap_communication() = false: every nonblocking operation completes where it starts),
 // interleaved; CommStats seconds on "dp" are the exposed time in the first and the whole time
-// in the second; their difference is what computation hid. Training: the bench model, one
-// microbatch per rank, the single process on world rank 0 alone, all variants interleaved step
-// by step.
+// in the second; their difference is what computation hid; and a third trainer reducing after
+// the backward on the shared-memory path (GradOverlap::at_end, the default on one node). Training:
+// the bench model, one microbatch per rank, the single process on world rank 0 alone, all variants
+// interleaved step by step.
 #include <trident/io/cli.hpp>
 #include <trident/models/gpt2/cli.hpp>
 #include <trident/train/formulas.hpp>
@@ -57,28 +58,37 @@ void memory_row(const Comm& world, int stage) {
   std::fflush(stdout);
 }
 
-// One stage's step and DP communication, with overlap and without, interleaved for `seconds`.
+// One stage's step and DP communication, interleaved for `seconds`: the reductions overlapped
+// with the backward (GradOverlap::overlapped), the same trainer with every operation completed
+// where it starts, and the reductions after the backward (GradOverlap::at_end: the shared-memory
+// path; at stages 2-3 the per-microbatch reductions stay overlapped in both).
 void overlap_row(const Comm& world, int stage, double seconds) {
-  BenchTrainer t(world, zero_options(stage), TokenSource::synthetic(bench_model().vocab));
-  std::vector<double> dp_seconds[2];  // [overlap]
-  auto variant = [&](bool overlap) {
-    return [&, overlap] {
+  gpt2::Options o = zero_options(stage);
+  o.zero.overlap = GradOverlap::overlapped;
+  BenchTrainer t(world, o, TokenSource::synthetic(bench_model().vocab));
+  o.zero.overlap = GradOverlap::at_end;
+  BenchTrainer at_end(world, o, TokenSource::synthetic(bench_model().vocab));
+  std::vector<double> dp_seconds[3];  // [variant]
+  auto variant = [&](int k, BenchTrainer& trainer, bool overlap) {
+    return [&, k, overlap] {
       overlap_communication() = overlap;
       comm_stats().reset();
-      const double step = step_seconds(world, t);  // after the step: not counted
-      dp_seconds[overlap].push_back(slowest(world, comm_stats().of("dp").total().seconds));
+      const double step = step_seconds(world, trainer);  // after the step: not counted
+      dp_seconds[k].push_back(slowest(world, comm_stats().of("dp").total().seconds));
       overlap_communication() = true;
       return step;
     };
   };
-  const Timings timings = interleaved(world, seconds, {variant(true), variant(false)});
+  const Timings timings = interleaved(
+      world, seconds, {variant(0, t, true), variant(1, t, false), variant(2, at_end, true)});
   for (std::vector<double>& v : dp_seconds) v.erase(v.begin());  // the warm-up
-  const double exposed = median(dp_seconds[1]), total = median(dp_seconds[0]);
+  const double exposed = median(dp_seconds[0]), total = median(dp_seconds[1]);
   if (world.rank() == 0)
-    std::printf("ZeRO-%d %5zu %12.1f %12.1f %12.1f %12.1f %12.1f %8.0f%%\n", stage,
-                timings.seconds[0].size(), timings.median(0) * 1e3, timings.median(1) * 1e3,
+    std::printf("ZeRO-%d %5zu %12.1f %12.1f %12.1f %12.1f %12.1f %8.0f%% %12.1f %12.1f %8.2f\n",
+                stage, timings.seconds[0].size(), timings.median(0) * 1e3, timings.median(1) * 1e3,
                 exposed * 1e3, total * 1e3, (total - exposed) * 1e3,
-                100 * (total - exposed) / total);
+                100 * (total - exposed) / total, timings.median(2) * 1e3,
+                median(dp_seconds[2]) * 1e3, timings.ratio(0, 2));
   std::fflush(stdout);
 }
 
@@ -116,10 +126,12 @@ int main(int argc, char** argv) {
     if (world.rank() == 0)
       std::printf(
           "\n# DP communication per step (CommStats seconds on dp, slowest rank, median): "
-          "exposed with overlap, total without it (every operation completed where it starts)\n"
-          "%-6s %5s %12s %12s %12s %12s %12s %9s\n",
+          "exposed with overlap, total without it (every operation completed where it starts); "
+          "end: the reductions after the backward (--overlap-grad-reduce off, shared memory); "
+          "overlap/end: step time ratio\n"
+          "%-6s %5s %12s %12s %12s %12s %12s %9s %12s %12s %8s\n",
           "stage", "reps", "step_ms", "step_ms_ser", "exposed_ms", "total_ms", "hidden_ms",
-          "hidden");
+          "hidden", "step_ms_end", "dp_ms_end", "ovl/end");
     for (int stage = 0; stage <= 3; ++stage) overlap_row(world, stage, overlap_seconds);
 
     std::vector<std::unique_ptr<BenchTrainer>> trainers;

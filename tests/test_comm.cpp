@@ -68,6 +68,10 @@ TEST_CASE("reduce_scatter, all_gather and all_gather_in_place agree with their d
   for (int j = 0; j < k; ++j) buf[r * k + j] = 10.0 * r + j;
   comm.iall_gather_in_place(Span<double>(buf)).wait();
   for (int i = 0; i < n * k; ++i) CHECK(buf[i] == 10.0 * (i / k) + i % k);
+  std::vector<double> blocking(n * k, -1);
+  for (int j = 0; j < k; ++j) blocking[r * k + j] = 10.0 * r + j;
+  comm.all_gather_in_place(Span<double>(blocking));
+  CHECK(blocking == buf);
 }
 
 TEST_CASE("broadcast, reduce and point-to-point around a ring") {
@@ -152,8 +156,8 @@ namespace {
 using test::order_sensitive;
 using test::with_shm;
 
-// The four collectives on `comm` over n elements per rank (reduce_scatter: n per shard),
-// integer-valued, by one path; every result concatenated.
+// The four collectives on `comm` over n elements per rank (reduce_scatter: n per shard), and
+// all_gather in place, integer-valued, by one path; every result concatenated.
 template <class T>
 std::vector<T> all_four(const Comm& comm, std::size_t n, ReduceOp op) {
   const int p = comm.size(), r = comm.rank();
@@ -166,7 +170,10 @@ std::vector<T> all_four(const Comm& comm, std::size_t n, ReduceOp op) {
   std::vector<T> mine(n, static_cast<T>(10 * r + 1));
   comm.all_gather<T>(mine, gathered);
   comm.broadcast(Span<T>(broadcast), p - 1);
-  for (const auto* v : {&reduced, &shard, &gathered, &broadcast})
+  std::vector<T> in_place(n * p, static_cast<T>(-1));
+  for (std::size_t i = 0; i < n; ++i) in_place[r * n + i] = static_cast<T>(10 * r + i % 5);
+  comm.all_gather_in_place(Span<T>(in_place));
+  for (const auto* v : {&reduced, &shard, &gathered, &broadcast, &in_place})
     out.insert(out.end(), v->begin(), v->end());
   return out;
 }

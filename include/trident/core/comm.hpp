@@ -162,6 +162,21 @@ class Comm : public CommHandle {
       return;
     iall_gather(in, out).wait();
   }
+  // As all_gather, with this rank's shard already in place at buf[rank * n, (rank+1) * n).
+  template <class T>
+  void all_gather_in_place(Span<T> buf) const {
+    const std::size_t n = buf.size() / static_cast<std::size_t>(size_);
+    const Span<const T> mine(buf.data() + static_cast<std::size_t>(rank_) * n, n);
+    if (buf.size() % static_cast<std::size_t>(size_) == 0 &&  // else MPI's path reports it
+        run_shared(
+            CommOp::all_gather, buf.bytes(), -1,
+            [&](SharedSegment* s, NodeHierarchy* h, const Waiting& w) {
+              shm::all_gather(s, h, mine, buf, w);  // copies its own shard onto itself
+            },
+            true))
+      return;
+    iall_gather_in_place(buf).wait();
+  }
   template <class T>
   void broadcast(Span<T> buf, int root) const {
     const bool root_in_group = root >= 0 && root < size_;  // else MPI reports the error
@@ -206,6 +221,11 @@ class Comm : public CommHandle {
       MPI_Comm_split_type(comm.get(), MPI_COMM_TYPE_SHARED, comm.rank(), MPI_INFO_NULL, &node),
       "MPI_Comm_split_type");
   return Comm::own(node, "node");
+}
+
+// Whether every rank of `comm` shares this node's memory (collective; the same on every rank).
+[[nodiscard]] inline bool on_one_node(const Comm& comm) {
+  return node_comm(comm).size() == comm.size();
 }
 
 }  // namespace trident

@@ -29,6 +29,7 @@ inline nlohmann::json run_json(const TrainOptions& o, const RunFlags& f, const s
                  {"pp", o.mesh.pp},
                  {"dp", o.mesh.dp},
                  {"zero", o.zero.stage},
+                 {"overlap_grad_reduce", f.overlap},
                  {"sequence_parallel", o.sequence_parallel},
                  {"schedule", pp::to_string(o.schedule)},
                  {"microbatches", o.microbatches},

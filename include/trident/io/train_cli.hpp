@@ -29,7 +29,8 @@ struct RunFlags {
   double timeout = wait_tuning().timeout_seconds;  // TRIDENT_TIMEOUT or 600
   std::string device = "cpu", dtype = "float", precision = "fp32", data = default_corpus(),
               schedule = "1f1b";
-  std::string recompute = "none", grad_reduce = "microbatch", pp_layers = "auto", json;
+  std::string recompute = "none", grad_reduce = "microbatch", overlap = "auto", pp_layers = "auto",
+              json;
   cli::Option* microbatches = nullptr;    // given or not (default 2 x PP)
   cli::Option* virtual_stages = nullptr;  // given or not (default 1; zbv: 2)
 };
@@ -55,7 +56,8 @@ inline std::vector<int> parse_pp_layers(const std::string& text) {
 // --batch --steps --lr --seed --data-seed --dtype --data --json --device --threads --log-every
 // --timeout
 // --skip-nonfinite --tp --sequence-parallel --pp --schedule --microbatches --virtual-stages
-// --pp-layers --recompute --verbose --dp --zero --grad-reduce --keep-gathered --precision.
+// --pp-layers --recompute --verbose --dp --zero --grad-reduce --overlap-grad-reduce
+// --keep-gathered --precision.
 // seed: the model's initialisation seed.
 inline void add_run_options(cli::App& app, TrainOptions& o, RunFlags& f, unsigned long long& seed) {
   app.add_option("--batch", o.batch, "sequences per step (global batch)")->capture_default_str();
@@ -109,6 +111,11 @@ inline void add_run_options(cli::App& app, TrainOptions& o, RunFlags& f, unsigne
                  "ZeRO-2/3 gradient reduction: per microbatch or per step")
       ->check(cli::IsMember({"microbatch", "step"}))
       ->capture_default_str();
+  app.add_option("--overlap-grad-reduce", f.overlap,
+                 "DP gradient reduction (ZeRO 0-1, 2-3 per step) during the backward (on) or after "
+                 "it on the shared-memory path (off); auto: off when the DP group is on one node")
+      ->check(cli::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
   app.add_flag("--keep-gathered", o.zero.keep_gathered,
                "ZeRO-3: keep parameters gathered for the whole step");
   app.add_option("--precision", f.precision,
@@ -136,6 +143,9 @@ inline void apply_run_options(const Comm& world, TrainOptions& o, const RunFlags
   o.pp_layers = parse_pp_layers(f.pp_layers);
   o.recompute = parse_recompute(f.recompute);
   o.zero.reduce = f.grad_reduce == "step" ? GradReduce::per_step : GradReduce::per_microbatch;
+  o.zero.overlap = f.overlap == "on"    ? GradOverlap::overlapped
+                   : f.overlap == "off" ? GradOverlap::at_end
+                                        : GradOverlap::automatic;
   o.optimizer.steps = f.steps;
   o.optimizer.warmup = std::max(1, f.steps / 20);
   o.optimizer.min_lr = o.optimizer.lr / 10;

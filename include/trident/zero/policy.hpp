@@ -17,6 +17,16 @@
 //  - stage 3 gathers parameters for every microbatch's forward and backward (2 m Psi per step)
 //    unless keep_gathered keeps each unit gathered for the rest of the step (Psi per step,
 //    the parameter memory of stage 2).
+// When the full-gradient reductions (stages 0 and 1, and 2-3 per step) run, GradOverlap:
+//  - overlapped: each unit's reduction is launched, nonblocking, when its last backward is
+//    done, and overlaps the backward of the units before it (MPI's nonblocking collectives,
+//    which progress inside the MPI calls the backward makes);
+//  - at_end: all of them after the backward, blocking, so that they take the shared-memory
+//    path (core/comm.hpp) when the DP group is on one node;
+//  - automatic: at_end when the DP group shares one node's memory, else overlapped. On a CPU
+//    node every core computes the backward, so there is nothing to overlap with, and the
+//    shared-memory path moves the same bytes faster than MPI's (bench_zero's overlap table).
+// Megatron-LM's --overlap-grad-reduce, DeepSpeed's overlap_comm.
 #pragma once
 
 #include <string>
@@ -26,11 +36,13 @@
 namespace trident {
 
 enum class GradReduce { per_microbatch, per_step };
+enum class GradOverlap { automatic, overlapped, at_end };
 
 struct ZeroPolicy {
   int stage = 0;
   GradReduce reduce = GradReduce::per_microbatch;  // stages 2 and 3
   bool keep_gathered = false;                      // stage 3
+  GradOverlap overlap = GradOverlap::automatic;    // full-gradient reductions
 
   bool shards_optimizer() const { return stage >= 1; }
   bool shards_gradients() const { return stage >= 2; }

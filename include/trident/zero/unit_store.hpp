@@ -13,7 +13,8 @@
 // all-gather, and the conversion to T under mixed precision; prefetch_parameters() starts the
 // next unit's gather early), release_parameters() after, grads() for the buffer its backward
 // accumulates into, launch_gradient_reduction() when that unit's backward is done (the DP
-// gradient reduction, nonblocking; finish_gradient_reduction() waits for all of them).
+// gradient reduction, nonblocking or, GradOverlap::at_end, left for the end;
+// finish_gradient_reduction() runs those and waits for all of them).
 #pragma once
 
 #include <algorithm>
@@ -36,6 +37,10 @@ class UnitStore {
   UnitStore(std::vector<UnitLayout> layouts, ZeroPolicy policy, const Comm& dp)
       : policy_(policy), dp_(&dp) {
     policy_.validate();
+    if (policy_.overlap == GradOverlap::automatic)  // collective over dp
+      policy_.overlap = dp.size() > 1 && shm_tuning().enabled && on_one_node(dp)
+                            ? GradOverlap::at_end
+                            : GradOverlap::overlapped;
     const std::size_t n = dp.size();
     for (UnitLayout& l : layouts) {
       Unit u;
@@ -175,8 +180,11 @@ class UnitStore {
       if (p.done && p.request.test()) std::exchange(p.done, nullptr)();
   }
 
-  // Waits for every reduction: afterwards reduced_grads() holds the DP-summed gradients.
+  // Runs the reductions left for the end (at_end: blocking, unit by unit in launch order) and
+  // waits for every other: afterwards reduced_grads() holds the DP-summed gradients.
   void finish_gradient_reduction() {
+    for (int i : at_end_) reduce_now(i);
+    at_end_.clear();
     for (Pending& p : pending_) {
       p.request.wait();
       if (p.done) p.done();
@@ -207,7 +215,8 @@ class UnitStore {
   T* moment2(int i) { return units_[i].v.data(); }
 
   // After the optimizer: bf16 parameters from the master weights, then (stages 1, 2) the
-  // updated shards all-gathered over DP.
+  // updated shards all-gathered over DP: nonblocking, all started before any is waited for, or
+  // (at_end) blocking, to take the shared-memory path where it wins (core/comm.hpp).
   void publish_params() {
     std::vector<Request> gathers;
     for (int i = 0; i < size(); ++i) {
@@ -216,8 +225,12 @@ class UnitStore {
         S* p = owned_params(i);
         for (std::size_t k = 0; k < owned_size(i); ++k) p[k] = convert_to<S>(u.master[k]);
       }
-      if (policy_.stage == 1 || policy_.stage == 2)
-        gathers.push_back(dp_->iall_gather_in_place(Span<S>(u.params.data(), u.padded)));
+      if (policy_.stage != 1 && policy_.stage != 2) continue;
+      Span<S> all(u.params.data(), u.padded);
+      if (policy_.overlap == GradOverlap::at_end)
+        dp_->all_gather_in_place(all);
+      else
+        gathers.push_back(dp_->iall_gather_in_place(all));
     }
     for (Request& r : gathers) r.wait();
   }
@@ -260,29 +273,47 @@ class UnitStore {
   // Reduction of a full gradient after the last microbatch: all-reduce (stage 0), or
   // reduce-scatter in place, the result moved to the owner's position (stage 1) or into the
   // owned shard with the full copy freed (stages 2, 3 per step).
+  // at_end: left for finish_gradient_reduction (reduce_now).
   void reduce_full(int i) {
+    if (policy_.overlap == GradOverlap::at_end) {
+      at_end_.push_back(i);
+      return;
+    }
     Unit& u = units_[i];
     Span<S> g(u.grads.data(), u.padded);
     if (policy_.stage == 0) {
       pending_.push_back({dp_->iall_reduce(g), nullptr});
       return;
     }
-    pending_.push_back({dp_->ireduce_scatter_in_place(g), [this, i] {
-                          Unit& v = units_[i];
-                          if (policy_.stage == 1) {
-                            std::memmove(v.grads.data() + shard_begin(i), v.grads.data(),
-                                         v.shard * sizeof(S));
-                          } else {
-                            std::copy_n(v.grads.data(), v.shard, v.owned.data());
-                            v.grads.reset();
-                          }
-                        }});
+    pending_.push_back({dp_->ireduce_scatter_in_place(g),
+                        [this, i] { place_reduced_shard(i, units_[i].grads.data()); }});
+  }
+  // The same reduction, blocking (the shared-memory path where the group has one).
+  void reduce_now(int i) {
+    Unit& u = units_[i];
+    Span<S> g(u.grads.data(), u.padded);
+    if (policy_.stage == 0) return dp_->all_reduce(g);
+    Buffer<S> shard(MemoryKind::buffers, u.shard, Fill::none);  // the reduce-scatter writes it
+    dp_->reduce_scatter(Span<const S>(g), Span<S>(shard.data(), u.shard));
+    place_reduced_shard(i, shard.data());
+  }
+  // This rank's reduced shard to where the stage keeps it: the owner's position in the full
+  // gradient (stage 1), or the owned shard with the full copy freed (stages 2, 3 per step).
+  void place_reduced_shard(int i, const S* reduced) {
+    Unit& u = units_[i];
+    if (policy_.stage == 1) {
+      std::memmove(u.grads.data() + shard_begin(i), reduced, u.shard * sizeof(S));
+    } else {
+      std::copy_n(reduced, u.shard, u.owned.data());
+      u.grads.reset();
+    }
   }
 
   ZeroPolicy policy_;
   const Comm* dp_;
   std::vector<Unit> units_;
   std::vector<Pending> pending_;
+  std::vector<int> at_end_;  // units whose reduction waits for finish_gradient_reduction
 };
 
 }  // namespace trident
