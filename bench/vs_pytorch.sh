@@ -4,9 +4,10 @@
 #   cmake --build build --target train_gpt
 #   sh bench/vs_pytorch.sh ../shared/peers/torch_gpt.py        # REPS=3, STEPS=7 by default
 #
-# The bench model (V4096 T128 L4 C256 H8, global batch 8, float, one thread per rank) in five
-# pairs: single process; DP2 against DDP-2; TP2 against the peer's TP-2; DP8 against DDP-8; and
-# TP2-PP2-DP2 with ZeRO-1 (1F1B, 4 microbatches) against DDP-8. Each pair runs REPS repetitions,
+# The bench model (V4096 T128 L4 C256 H8, global batch 8, float, one thread per rank) in six
+# pairs: single process; DP2 against DDP-2; TP2 against the peer's TP-2; DP8 against DDP-8; DP8
+# with ZeRO-1 (AdamW on an eighth of the parameters per rank, the same updates) against DDP-8;
+# and TP2-PP2-DP2 with ZeRO-1 (1F1B, 4 microbatches) against DDP-8. Each pair runs REPS repetitions,
 # trident and the peer alternately (the order swapping each repetition), and prints the medians
 # of tokens/s and the median of the per-repetition ratios trident/peer.
 #
@@ -79,5 +80,6 @@ pair "single process" 1 "" single
 pair "DP2 vs DDP-2" 2 "--dp 2" dp 2
 pair "TP2 vs TP-2" 2 "--tp 2" tp 2
 pair "DP8 vs DDP-8" 8 "--dp 8" dp 8
+pair "DP8 ZeRO-1 vs DDP-8" 8 "--dp 8 --zero 1" dp 8
 pair "TP2-PP2-DP2 ZeRO-1 vs DDP-8" 8 "--tp 2 --pp 2 --dp 2 --zero 1 --schedule 1f1b" dp 8
 echo "# load $(load) at the end"

@@ -66,6 +66,8 @@ trident_cli_error(batch_not_divisible RANKS 2 PROGRAM train_gpt ARGS ${tiny} --d
   EXPECT "the global batch of 5 sequences is not divisible by DP=2 x 1 microbatches")
 trident_cli_error(unknown_zero_stage RANKS 2 PROGRAM train_gpt ARGS ${tiny} --zero 4
   EXPECT "--zero: 4 not in {0,1,2,3}")
+trident_cli_error(overlap_grad_reduce RANKS 2 PROGRAM train_gpt ARGS ${tiny} --dp 2 --overlap-grad-reduce yes
+  EXPECT "--overlap-grad-reduce: yes not in {auto,on,off}")
 trident_cli_error(unknown_flag RANKS 2 PROGRAM train_gpt ARGS ${tiny} --bogus
   EXPECT "The following argument was not expected: --bogus")
 trident_cli_error(unreadable_data RANKS 2 PROGRAM train_gpt ARGS --data /nonexistent/corpus.txt
@@ -139,6 +141,9 @@ endfunction()
 trident_same_losses(tp2 RANKS 2 ARGS --tp 2)
 trident_same_losses(tp2_pp2_dp2_zero3 RANKS 8 ARGS --tp 2 --pp 2 --dp 2 --zero 3)
 trident_same_losses(pp2_interleaved_sp RANKS 4 ARGS --tp 2 --pp 2 --sequence-parallel --schedule interleaved --virtual-stages 2 --microbatches 2)
+# the DP reductions during the backward (MPI, nonblocking) and after it (shared memory)
+trident_same_losses(dp4_zero1_overlapped RANKS 4 ARGS --dp 4 --zero 1 --overlap-grad-reduce on)
+trident_same_losses(dp4_zero0_at_end RANKS 4 ARGS --dp 4 --overlap-grad-reduce off)
 trident_same_losses(pp2_zb_h1_dp2_zero2 RANKS 4 ARGS --pp 2 --dp 2 --zero 2 --schedule zb-h1 --microbatches 2)
 # ZB-V: the embedding and the head (and their tied copies) both on pipeline rank 0
 trident_same_losses(pp2_zbv_tp2 RANKS 4 ARGS --tp 2 --pp 2 --schedule zbv --microbatches 2)

@@ -53,12 +53,59 @@ inline std::vector<int> parse_pp_layers(const std::string& text) {
   }
 }
 
+namespace detail {
+// --tp --sequence-parallel --pp --schedule --microbatches --virtual-stages --pp-layers
+// --recompute --verbose --dp
+inline void add_mesh_options(cli::App& app, TrainOptions& o, RunFlags& f) {
+  app.add_option("--tp", o.mesh.tp, "tensor-parallel size")->capture_default_str();
+  app.add_flag("--sequence-parallel", o.sequence_parallel,
+               "sequence parallelism (Korthikanti et al.)");
+  app.add_option("--pp", o.mesh.pp, "pipeline-parallel size")->capture_default_str();
+  app.add_option("--schedule", f.schedule, "pipeline schedule")
+      ->check(cli::IsMember({"gpipe", "1f1b", "interleaved", "zb-h1", "zbv"}))
+      ->capture_default_str();
+  f.microbatches =
+      app.add_option("--microbatches", o.microbatches, "microbatches per step (default 2 x PP)");
+  f.virtual_stages = app.add_option("--virtual-stages", o.virtual_stages,
+                                    "model chunks per pipeline rank (interleaved; zbv: 2)")
+                         ->capture_default_str();
+  app.add_option("--pp-layers", f.pp_layers,
+                 "layers per (virtual) stage, e.g. 3,2,2,1 (the last may be 0: the head alone), or "
+                 "auto: each rank's cost balanced by the cost model")
+      ->capture_default_str();
+  app.add_option("--recompute", f.recompute, "activation recomputation")
+      ->check(cli::IsMember({"none", "full"}))
+      ->capture_default_str();
+  app.add_flag("--verbose", o.verbose, "print every pipeline send and receive");
+  app.add_option("--dp", o.mesh.dp, "data-parallel size")->capture_default_str();
+}
+
+// --zero --grad-reduce --overlap-grad-reduce --keep-gathered --precision
+inline void add_zero_options(cli::App& app, TrainOptions& o, RunFlags& f) {
+  app.add_option("--zero", o.zero.stage, "ZeRO stage")
+      ->check(cli::IsMember({0, 1, 2, 3}))
+      ->capture_default_str();
+  app.add_option("--grad-reduce", f.grad_reduce,
+                 "ZeRO-2/3 gradient reduction: per microbatch or per step")
+      ->check(cli::IsMember({"microbatch", "step"}))
+      ->capture_default_str();
+  app.add_option("--overlap-grad-reduce", f.overlap,
+                 "DP gradient reduction (ZeRO 0-1, 2-3 per step) during the backward (on) or after "
+                 "it on the shared-memory path (off); auto: off when the DP group is on one node")
+      ->check(cli::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
+  app.add_flag("--keep-gathered", o.zero.keep_gathered,
+               "ZeRO-3: keep parameters gathered for the whole step");
+  app.add_option("--precision", f.precision,
+                 "fp32, or bf16 parameters/gradients with fp32 master weights")
+      ->check(cli::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
+}
+}  // namespace detail
+
 // --batch --steps --lr --seed --data-seed --dtype --data --json --device --threads --log-every
-// --timeout
-// --skip-nonfinite --tp --sequence-parallel --pp --schedule --microbatches --virtual-stages
-// --pp-layers --recompute --verbose --dp --zero --grad-reduce --overlap-grad-reduce
-// --keep-gathered --precision.
-// seed: the model's initialisation seed.
+// --timeout --skip-nonfinite, then the mesh's (detail::add_mesh_options) and ZeRO's
+// (detail::add_zero_options). seed: the model's initialisation seed.
 inline void add_run_options(cli::App& app, TrainOptions& o, RunFlags& f, unsigned long long& seed) {
   app.add_option("--batch", o.batch, "sequences per step (global batch)")->capture_default_str();
   app.add_option("--steps", f.steps, "optimizer steps")->capture_default_str();
@@ -83,45 +130,8 @@ inline void add_run_options(cli::App& app, TrainOptions& o, RunFlags& f, unsigne
       ->capture_default_str();
   app.add_flag("--skip-nonfinite", o.skip_nonfinite,
                "skip a step whose loss or gradient norm is not finite (default: stop)");
-  app.add_option("--tp", o.mesh.tp, "tensor-parallel size")->capture_default_str();
-  app.add_flag("--sequence-parallel", o.sequence_parallel,
-               "sequence parallelism (Korthikanti et al.)");
-  app.add_option("--pp", o.mesh.pp, "pipeline-parallel size")->capture_default_str();
-  app.add_option("--schedule", f.schedule, "pipeline schedule")
-      ->check(cli::IsMember({"gpipe", "1f1b", "interleaved", "zb-h1", "zbv"}))
-      ->capture_default_str();
-  f.microbatches =
-      app.add_option("--microbatches", o.microbatches, "microbatches per step (default 2 x PP)");
-  f.virtual_stages = app.add_option("--virtual-stages", o.virtual_stages,
-                                    "model chunks per pipeline rank (interleaved; zbv: 2)")
-                         ->capture_default_str();
-  app.add_option("--pp-layers", f.pp_layers,
-                 "layers per (virtual) stage, e.g. 3,2,2,1 (the last may be 0: the head alone), or "
-                 "auto: each rank's cost balanced by the cost model")
-      ->capture_default_str();
-  app.add_option("--recompute", f.recompute, "activation recomputation")
-      ->check(cli::IsMember({"none", "full"}))
-      ->capture_default_str();
-  app.add_flag("--verbose", o.verbose, "print every pipeline send and receive");
-  app.add_option("--dp", o.mesh.dp, "data-parallel size")->capture_default_str();
-  app.add_option("--zero", o.zero.stage, "ZeRO stage")
-      ->check(cli::IsMember({0, 1, 2, 3}))
-      ->capture_default_str();
-  app.add_option("--grad-reduce", f.grad_reduce,
-                 "ZeRO-2/3 gradient reduction: per microbatch or per step")
-      ->check(cli::IsMember({"microbatch", "step"}))
-      ->capture_default_str();
-  app.add_option("--overlap-grad-reduce", f.overlap,
-                 "DP gradient reduction (ZeRO 0-1, 2-3 per step) during the backward (on) or after "
-                 "it on the shared-memory path (off); auto: off when the DP group is on one node")
-      ->check(cli::IsMember({"auto", "on", "off"}))
-      ->capture_default_str();
-  app.add_flag("--keep-gathered", o.zero.keep_gathered,
-               "ZeRO-3: keep parameters gathered for the whole step");
-  app.add_option("--precision", f.precision,
-                 "fp32, or bf16 parameters/gradients with fp32 master weights")
-      ->check(cli::IsMember({"fp32", "bf16"}))
-      ->capture_default_str();
+  detail::add_mesh_options(app, o, f);
+  detail::add_zero_options(app, o, f);
 }
 
 // The progress line of step s: loss, gradient norm, learning rate, throughput, time so far.
