@@ -1,6 +1,7 @@
 // Comm: typed collectives against values computed by hand, CommStats against the documented
 // convention, MPI errors as exceptions, and agree(); the shared-memory path against MPI's path
 // (exact on integer-valued data) and against the rank-order sum (bitwise).
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -227,6 +228,32 @@ TEST_CASE("shared-memory all_reduce and reduce_scatter add in rank order: bitwis
   const Comm comm = test::world().dup("shm");
   check_rank_order<double>(comm);
   check_rank_order<float>(comm);
+}
+
+TEST_CASE("reduce_in_window: the ranks' arrays summed in place, in rank order, bitwise") {
+  const Comm comm = test::world().dup("window");  // every rank launched: 1, 2, 4 or 8
+  const int p = comm.size(), r = comm.rank();
+  const std::size_t k = 1537, n = k * p, gap = 5;  // two ranges of p shards, a gap between
+  const std::vector<double> x = order_sensitive<double>(n, r),
+                            y = order_sensitive<double>(n, r + 9);
+  const std::vector<double> sx = test::node_order_sum(comm, x, p),
+                            sy = test::node_order_sum(comm, y, p);  // x_0 + x_1 + ...
+  for (bool all : {true, false}) {
+    INFO((all ? "all-reduce" : "reduce-scatter"));
+    SharedWindow w(comm.get(), (2 * n + gap) * sizeof(double), MemoryKind::buffers);
+    double* mine = w.of<double>(r);
+    std::copy(x.begin(), x.end(), mine);
+    std::fill_n(mine + n, gap, -7.0);
+    std::copy(y.begin(), y.end(), mine + n + gap);
+    comm.reduce_in_window<double>(w, {{0, n}, {n + gap, n}}, all);
+    for (int j = 0; j < p; ++j) {
+      if (!all && j != r) continue;  // a reduce-scatter leaves each shard with its owner
+      const std::size_t at = j * k, bytes = k * sizeof(double);
+      CHECK(std::memcmp(mine + at, sx.data() + at, bytes) == 0);
+      CHECK(std::memcmp(mine + n + gap + at, sy.data() + at, bytes) == 0);
+    }
+    CHECK(std::count(mine + n, mine + n + gap, -7.0) == static_cast<long>(gap));  // untouched
+  }
 }
 
 TEST_CASE("shared-memory collectives on a mesh's TP and DP groups (sub-communicators)") {

@@ -17,6 +17,7 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "comm_handle.hpp"
 
@@ -188,6 +189,20 @@ class Comm : public CommHandle {
                              true))
       return;
     ibroadcast(buf, root).wait();
+  }
+  // shm::reduce_in_window over `w`, a shared window of this group's ranks, which must have a
+  // shared-memory segment (all on one node): counted and recorded as one all_reduce (all) or
+  // reduce_scatter of all the ranges' elements.
+  template <class T>
+  void reduce_in_window(const SharedWindow& w, const std::vector<shm::WindowRange>& ranges,
+                        bool all) const {
+    SharedSegment* segment = shared_segment(comm_);
+    require(segment != nullptr, "reduce_in_window on '" + name_ + "': its ranks span nodes");
+    std::size_t n = 0;
+    for (const shm::WindowRange& g : ranges) n += g.n;
+    recorded(
+        all ? CommOp::all_reduce : CommOp::reduce_scatter, n * sizeof(T), -1,
+        [&](const Waiting& what) { shm::reduce_in_window<T>(*segment, w, ranges, all, what); });
   }
   template <class T>
   void reduce(Span<const T> in, Span<T> out, int root) const {

@@ -133,13 +133,18 @@ class CommHandle {
     SharedSegment* segment = shared_segment(comm_);  // made on first use: collective
     if (copy_only && segment && !segment->oversubscribed()) return false;
     NodeHierarchy* nodes = segment ? nullptr : node_hierarchy(comm_);  // collective, once
+    recorded(op, bytes, peer, [&](const Waiting& what) { run(segment, nodes, what); });
+    return true;
+  }
+  // Runs a blocking operation, run(what), counted and recorded as start() does.
+  template <class Run>
+  void recorded(CommOp op, std::size_t bytes, int peer, Run&& run) const {
     const double t0 = detail::now_seconds();
     Waiting what;
-    if (!begin(op, bytes, peer, t0, what)) return true;
-    run(segment, nodes, what);
+    if (!begin(op, bytes, peer, t0, what)) return;
+    run(what);
     count(op, bytes, t0);
     flight_recorder().end(what.record, detail::now_seconds());
-    return true;
   }
 
   // The fault skip-collective: true once, for this rank's first collective at the step named.

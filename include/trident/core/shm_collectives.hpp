@@ -26,10 +26,12 @@
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "bf16.hpp"
 #include "datatype.hpp"
 #include "shared_memory.hpp"
+#include "shared_window.hpp"
 #include "span.hpp"
 
 namespace trident::shm {
@@ -187,6 +189,50 @@ void reduce_scatter(SharedSegment& s, Span<const T> in, Span<T> out, const Waiti
                                     nullptr, ReduceOp::sum);
         }
       });
+}
+
+// In place over the ranks' arrays of a shared window (shared_window.hpp), for each range
+// [offset, offset + n) of T (n divisible by p): rank r sums shard r, elements [offset + r n / p,
+// offset + (r + 1) n / p) of every rank's array, in rank order as above, into its own array;
+// with `all`, every rank then copies the other shards from their owners' arrays (an all-reduce;
+// without, a reduce-scatter that leaves each shard with its owner). No copy in: each input is
+// read where it lies. On entry every rank's array holds its input; on return every rank may
+// write its own again. Barriers: before the sums, after them and (all) after the copies.
+struct WindowRange {
+  std::size_t offset, n;
+};
+
+template <class T>
+void reduce_in_window(SharedSegment& s, const SharedWindow& w,
+                      const std::vector<WindowRange>& ranges, bool all, const Waiting& what) {
+  constexpr std::size_t kBlock = 1024;
+  T acc[kBlock];
+  const int p = s.size(), r = s.rank();
+  s.barrier(what);
+  for (const WindowRange& g : ranges) {
+    const std::size_t shard = g.n / p, first = g.offset + r * shard;
+    for (std::size_t at = 0; at < shard; at += kBlock) {
+      const std::size_t m = std::min(kBlock, shard - at);
+      const T* sum = w.of<T>(0) + first + at;  // x_0 + ... + x_j so far
+      for (int j = 1; j < p; ++j) {
+        T* to = j + 1 < p ? acc : w.of<T>(r) + first + at;  // the same element, if aliased
+        const T* x = w.of<T>(j) + first + at;
+#pragma omp simd
+        for (std::size_t i = 0; i < m; ++i) to[i] = sum[i] + x[i];
+        sum = to;
+      }
+    }
+  }
+  s.barrier(what);
+  if (!all) return;
+  for (const WindowRange& g : ranges) {
+    const std::size_t shard = g.n / p;
+    for (int j = 0; j < p; ++j)
+      if (j != r)
+        std::memcpy(w.of<T>(r) + g.offset + j * shard, w.of<T>(j) + g.offset + j * shard,
+                    shard * sizeof(T));
+  }
+  s.barrier(what);
 }
 
 // out <- the shards `in` of all ranks in rank order; in: (n), out: (p * n), written on `root`

@@ -24,6 +24,7 @@
 
 #include "../core/comm.hpp"
 #include "../core/memory.hpp"
+#include "detail/gradient_window.hpp"
 #include "params.hpp"
 #include "policy.hpp"
 
@@ -32,6 +33,8 @@ namespace trident {
 template <class T, class S = T>
 class UnitStore {
   static constexpr bool kSameType = std::is_same_v<T, S>;
+  // whether the full gradients may live in a shared window (detail/gradient_window.hpp)
+  static constexpr bool kWindowed = kSameType && std::is_floating_point_v<S>;
 
  public:
   UnitStore(std::vector<UnitLayout> layouts, ZeroPolicy policy, const Comm& dp)
@@ -49,6 +52,13 @@ class UnitStore {
       u.layout = std::move(l);
       units_.push_back(std::move(u));
     }
+    if constexpr (kWindowed)  // collective over dp
+      if (policy_.overlap == GradOverlap::at_end && policy_.stage <= 1 && dp.size() > 1 &&
+          shm_tuning().enabled && shared_segment(dp.get())) {
+        std::vector<std::size_t> padded;
+        for (const Unit& u : units_) padded.push_back(u.padded);
+        window_ = std::make_unique<detail::GradientWindow<S>>(dp, padded);
+      }
   }
 
   const ZeroPolicy& policy() const { return policy_; }
@@ -87,7 +97,7 @@ class UnitStore {
       }
       u.m.allocate(MemoryKind::optimizer, owned);
       u.v.allocate(MemoryKind::optimizer, owned);
-      if (policy_.stage <= 1) u.grads.allocate(MemoryKind::gradients, u.padded);
+      if (policy_.stage <= 1 && !window_) u.grads.allocate(MemoryKind::gradients, u.padded);
       if (policy_.shards_gradients()) u.owned.allocate(MemoryKind::gradients, u.shard);
     }
   }
@@ -133,6 +143,8 @@ class UnitStore {
 
   // The T buffer that unit u's backward accumulates into (+=) for the current microbatch.
   T* grads(int i) {
+    if constexpr (kSameType)
+      if (window_) return window_->unit(i);
     Unit& u = units_[i];
     if (policy_.full_gradients() && !u.grads.allocated())
       u.grads.allocate(MemoryKind::gradients, u.padded);  // stage 2/3 per step: for this step
@@ -183,6 +195,12 @@ class UnitStore {
   // Runs the reductions left for the end (at_end: blocking, unit by unit in launch order) and
   // waits for every other: afterwards reduced_grads() holds the DP-summed gradients.
   void finish_gradient_reduction() {
+    if constexpr (kWindowed) {
+      if (window_ && !at_end_.empty()) {
+        window_->reduce(*dp_, at_end_, policy_.stage == 0);  // in place, no copy in
+        at_end_.clear();
+      }
+    }
     for (int i : at_end_) reduce_now(i);
     at_end_.clear();
     for (Pending& p : pending_) {
@@ -195,8 +213,8 @@ class UnitStore {
   // The DP-reduced gradient this rank holds: the whole unit (stage 0) or its owned shard.
   Span<S> reduced_grads(int i) {
     Unit& u = units_[i];
-    if (policy_.stage == 0) return Span<S>(u.grads.data(), u.padded);
-    if (policy_.stage == 1) return Span<S>(u.grads.data() + shard_begin(i), u.shard);
+    if (policy_.stage == 0) return Span<S>(full_grads(i), u.padded);
+    if (policy_.stage == 1) return Span<S>(full_grads(i) + shard_begin(i), u.shard);
     return Span<S>(u.owned.data(), u.shard);
   }
 
@@ -237,6 +255,7 @@ class UnitStore {
 
   // Start of a step: gradients to zero, kept parameter copies freed.
   void begin_step() {
+    if (window_) window_->zero();
     for (Unit& u : units_) {
       if (u.grads.allocated()) u.grads.fill(S(0));
       if (u.owned.allocated()) u.owned.fill(S(0));
@@ -265,6 +284,9 @@ class UnitStore {
     Buffer<S> gathering;      // ZeRO-3 all-gather target
     Request gather;
   };
+  // The full gradient of unit i (stages 0, 1; 2 and 3 reducing per step): in the window or not.
+  S* full_grads(int i) { return window_ ? window_->unit(i) : units_[i].grads.data(); }
+
   struct Pending {
     Request request;
     std::function<void()> done;
@@ -280,7 +302,7 @@ class UnitStore {
       return;
     }
     Unit& u = units_[i];
-    Span<S> g(u.grads.data(), u.padded);
+    Span<S> g(full_grads(i), u.padded);
     if (policy_.stage == 0) {
       pending_.push_back({dp_->iall_reduce(g), nullptr});
       return;
@@ -291,7 +313,7 @@ class UnitStore {
   // The same reduction, blocking (the shared-memory path where the group has one).
   void reduce_now(int i) {
     Unit& u = units_[i];
-    Span<S> g(u.grads.data(), u.padded);
+    Span<S> g(full_grads(i), u.padded);
     if (policy_.stage == 0) return dp_->all_reduce(g);
     Buffer<S> shard(MemoryKind::buffers, u.shard, Fill::none);  // the reduce-scatter writes it
     dp_->reduce_scatter(Span<const S>(g), Span<S>(shard.data(), u.shard));
@@ -302,7 +324,7 @@ class UnitStore {
   void place_reduced_shard(int i, const S* reduced) {
     Unit& u = units_[i];
     if (policy_.stage == 1) {
-      std::memmove(u.grads.data() + shard_begin(i), reduced, u.shard * sizeof(S));
+      std::memmove(full_grads(i) + shard_begin(i), reduced, u.shard * sizeof(S));
     } else {
       std::copy_n(reduced, u.shard, u.owned.data());
       u.grads.reset();
@@ -314,6 +336,7 @@ class UnitStore {
   std::vector<Unit> units_;
   std::vector<Pending> pending_;
   std::vector<int> at_end_;  // units whose reduction waits for finish_gradient_reduction
+  std::unique_ptr<detail::GradientWindow<S>> window_;  // the full gradients, when shared
 };
 
 }  // namespace trident
