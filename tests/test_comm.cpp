@@ -240,7 +240,7 @@ TEST_CASE("reduce_in_window: the ranks' arrays summed in place, in rank order, b
                             sy = test::node_order_sum(comm, y, p);  // x_0 + x_1 + ...
   for (bool all : {true, false}) {
     INFO((all ? "all-reduce" : "reduce-scatter"));
-    SharedWindow w(comm.get(), (2 * n + gap) * sizeof(double), MemoryKind::buffers);
+    SharedWindow w(comm.get(), (2 * n + gap) * sizeof(double));
     double* mine = w.of<double>(r);
     std::copy(x.begin(), x.end(), mine);
     std::fill_n(mine + n, gap, -7.0);

@@ -34,11 +34,13 @@
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
+#include <memory>
 #include <utility>
 #include <vector>
 
 #include "error.hpp"
 #include "request.hpp"
+#include "shared_window.hpp"
 
 namespace trident {
 
@@ -97,36 +99,15 @@ class SharedSegment {
     oversubscribed_ = !fits;
     chunk_bytes_ = ((fits ? chunk_bytes : oversubscribed_chunk_bytes) + kLine - 1) / kLine * kLine;
     spin_seconds_ = fits ? shm_tuning().spin_seconds : 0;
-    MPI_Info info;
-    MPI_Info_create(&info);
-    MPI_Info_set(info, "alloc_shared_noncontig", "true");  // each rank's region near its core
-    char* mine = nullptr;
-    const auto bytes = static_cast<MPI_Aint>(kLine + kBuffers * chunk_bytes_);
-    check_mpi(MPI_Win_allocate_shared(bytes, 1, info, comm, &mine, &win_),
-              "MPI_Win_allocate_shared");
-    MPI_Info_free(&info);
-    bases_.resize(static_cast<std::size_t>(size_));
-    for (int j = 0; j < size_; ++j) {
-      MPI_Aint size = 0;
-      int unit = 0;
-      check_mpi(MPI_Win_shared_query(win_, j, &size, &unit, &bases_[j]), "MPI_Win_shared_query");
-    }
-    MPI_Win_lock_all(MPI_MODE_NOCHECK, win_);
-    words_ = reinterpret_cast<BarrierWords*>(bases_[0]);
+    window_ = std::make_unique<SharedWindow>(comm, kLine + kBuffers * chunk_bytes_);
+    words_ = window_->of<BarrierWords>(0);
     if (rank_ == 0) *words_ = BarrierWords{};
     MPI_Request request = MPI_REQUEST_NULL;  // the barrier is zero before anyone uses it
     check_mpi(MPI_Ibarrier(comm, &request), "MPI_Ibarrier");
     detail::complete(request, nullptr, Waiting{});
   }
-  // Collective (MPI_Win_free). Skipped while an exception unwinds (other ranks may not come):
-  // the window then stays until MPI_Finalize.
-  ~SharedSegment() {
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (finalized || std::uncaught_exceptions() > 0) return;
-    MPI_Win_unlock_all(win_);
-    MPI_Win_free(&win_);
-  }
+  // Collective: frees the window (shared_window.hpp).
+  ~SharedSegment() = default;
   SharedSegment(const SharedSegment&) = delete;
   SharedSegment& operator=(const SharedSegment&) = delete;
 
@@ -138,7 +119,8 @@ class SharedSegment {
   // Buffer b of rank j: chunk_bytes, readable and writable by every rank.
   template <class T>
   T* buffer(int j, int b) const {
-    return reinterpret_cast<T*>(bases_[j] + kLine + static_cast<std::size_t>(b) * chunk_bytes_);
+    return reinterpret_cast<T*>(window_->of<char>(j) + kLine +
+                                static_cast<std::size_t>(b) * chunk_bytes_);
   }
 
   // Reserves `rounds` pipeline rounds (shm_collectives.hpp); returns the first one's number.
@@ -194,13 +176,12 @@ class SharedSegment {
     std::uint32_t sleepers;    // ranks asleep on the generation
   };
 
-  MPI_Win win_ = MPI_WIN_NULL;
-  BarrierWords* words_ = nullptr;  // in rank 0's line
+  std::unique_ptr<SharedWindow> window_;  // kLine, then kBuffers buffers, per rank
+  BarrierWords* words_ = nullptr;         // in rank 0's line
   int size_ = 0, rank_ = 0;
   std::size_t chunk_bytes_ = 0;
   double spin_seconds_ = 0;  // a barrier's wait yields this long, then sleeps
   bool oversubscribed_ = false;
-  std::vector<char*> bases_;   // each rank's region, mapped in this process
   std::uint32_t arrived_ = 0;  // barriers this rank has arrived at (modulo 2^32)
   std::size_t rounds_ = 0;     // pipeline rounds run on the segment
 };

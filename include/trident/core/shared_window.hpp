@@ -1,8 +1,8 @@
 // trident/core/shared_window.hpp: one array per rank in an MPI-3 shared window, for the ranks of
-// one node: every rank reads every rank's array in place (MPI_Win_allocate_shared, as the
-// segment of shared_memory.hpp), so a reduction over them needs no copy into a staging buffer
-// first. zero/unit_store.hpp keeps the DP gradients of ZeRO-0/1 in one when the DP group shares
-// a node (shm_collectives.hpp: reduce_in_window).
+// one node: every rank reads every rank's array in place (MPI_Win_allocate_shared). The
+// segment of shared_memory.hpp lives in one; so do the DP gradients of ZeRO-0/1 when the DP
+// group shares a node (zero/detail/gradient_window.hpp), which a reduction then reads where
+// they lie (shm_collectives.hpp: reduce_in_window).
 #pragma once
 
 #include <mpi.h>
@@ -12,15 +12,13 @@
 #include <vector>
 
 #include "error.hpp"
-#include "memory.hpp"
 
 namespace trident {
 
 class SharedWindow {
  public:
-  // Collective over `comm`, whose ranks all share one node's memory: `bytes` per rank, zeroed,
-  // counted in memory_stats() under `kind` as a Buffer of that size would be.
-  SharedWindow(MPI_Comm comm, std::size_t bytes, MemoryKind kind) : bytes_(bytes), kind_(kind) {
+  // Collective over `comm`, whose ranks all share one node's memory: `bytes` per rank, zeroed.
+  explicit SharedWindow(MPI_Comm comm, std::size_t bytes) : bytes_(bytes) {
     int size = 0;
     MPI_Comm_size(comm, &size);
     MPI_Info info;
@@ -38,12 +36,10 @@ class SharedWindow {
     }
     MPI_Win_lock_all(MPI_MODE_NOCHECK, win_);
     std::memset(mine, 0, bytes);
-    memory_stats().allocate(kind_, bytes_);
   }
   // Collective (MPI_Win_free). Skipped while an exception unwinds (other ranks may not come):
   // the window then stays until MPI_Finalize.
   ~SharedWindow() {
-    memory_stats().release(kind_, bytes_);
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (finalized || std::uncaught_exceptions() > 0) return;
@@ -64,7 +60,6 @@ class SharedWindow {
   MPI_Win win_ = MPI_WIN_NULL;
   std::vector<char*> bases_;
   std::size_t bytes_;
-  MemoryKind kind_;
 };
 
 }  // namespace trident

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../../core/comm.hpp"
+#include "../../core/memory.hpp"
 #include "../../core/shared_window.hpp"
 
 namespace trident::detail {
@@ -24,8 +25,12 @@ class GradientWindow {
       : padded_(padded), rank_(dp.rank()) {
     std::size_t total = 0;
     for (std::size_t n : padded) offsets_.push_back(total), total += n;
-    window_ = std::make_unique<SharedWindow>(dp.get(), total * sizeof(S), MemoryKind::gradients);
+    window_ = std::make_unique<SharedWindow>(dp.get(), total * sizeof(S));
+    memory_stats().allocate(MemoryKind::gradients, window_->bytes());  // as a Buffer's would be
   }
+  ~GradientWindow() { memory_stats().release(MemoryKind::gradients, window_->bytes()); }
+  GradientWindow(const GradientWindow&) = delete;
+  GradientWindow& operator=(const GradientWindow&) = delete;
 
   S* unit(int i) const { return window_->of<S>(rank_) + offsets_[i]; }
   void zero() const { std::fill_n(window_->of<S>(rank_), window_->bytes() / sizeof(S), S(0)); }
