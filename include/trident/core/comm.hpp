@@ -238,9 +238,4 @@ class Comm : public CommHandle {
   return Comm::own(node, "node");
 }
 
-// Whether every rank of `comm` shares this node's memory (collective; the same on every rank).
-[[nodiscard]] inline bool on_one_node(const Comm& comm) {
-  return node_comm(comm).size() == comm.size();
-}
-
 }  // namespace trident

@@ -40,10 +40,10 @@ class UnitStore {
   UnitStore(std::vector<UnitLayout> layouts, ZeroPolicy policy, const Comm& dp)
       : policy_(policy), dp_(&dp) {
     policy_.validate();
-    if (policy_.overlap == GradOverlap::automatic)  // collective over dp
-      policy_.overlap = dp.size() > 1 && shm_tuning().enabled && on_one_node(dp)
-                            ? GradOverlap::at_end
-                            : GradOverlap::overlapped;
+    // the group shares a node's memory: it has a shared-memory segment (collective over dp)
+    const bool shared = dp.size() > 1 && shm_tuning().enabled && shared_segment(dp.get());
+    if (policy_.overlap == GradOverlap::automatic)
+      policy_.overlap = shared ? GradOverlap::at_end : GradOverlap::overlapped;
     const std::size_t n = dp.size();
     for (UnitLayout& l : layouts) {
       Unit u;
@@ -53,8 +53,7 @@ class UnitStore {
       units_.push_back(std::move(u));
     }
     if constexpr (kWindowed)  // collective over dp
-      if (policy_.overlap == GradOverlap::at_end && policy_.stage <= 1 && dp.size() > 1 &&
-          shm_tuning().enabled && shared_segment(dp.get())) {
+      if (shared && policy_.overlap == GradOverlap::at_end && policy_.stage <= 1) {
         std::vector<std::size_t> padded;
         for (const Unit& u : units_) padded.push_back(u.padded);
         window_ = std::make_unique<detail::GradientWindow<S>>(dp, padded);
