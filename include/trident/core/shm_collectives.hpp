@@ -52,20 +52,14 @@ T combine(T a, T b, ReduceOp op) {
   }
 }
 
-// out[i] (and out2[i] when not null) <- x_0[i] op x_1[i] op ... op x_{p-1}[i], left to right,
-// where x_j = rank j's buffer b from element `first`, except this rank's own x, read from
-// `mine` (never copied to the segment); i in [0, n). Blocks of kBlock elements are summed in a
-// local accumulator (L1), the first two inputs added as they are loaded and the last as the
-// result is stored, so out may be `mine` or a buffer.
-template <class T>
-void reduce_buffers(const SharedSegment& s, int b, std::size_t first, std::size_t n, const T* mine,
-                    T* out, T* out2, ReduceOp op) {
+// out[i] <- x_0[i] op x_1[i] op ... op x_{p-1}[i], left to right, for i in [0, n), where
+// x_of(j, at) points at element `at` of rank j's input. Blocks of kBlock elements are summed in
+// a local accumulator (L1), the first two inputs added as they are loaded and the last as the
+// result is stored, so out may be one of the inputs (the same element is read, then written).
+template <class T, class X>
+void reduce_in_rank_order(int p, X&& x_of, std::size_t n, T* out, ReduceOp op) {
   constexpr std::size_t kBlock = 1024;
   T acc[kBlock];
-  const int p = s.size();
-  auto x_of = [&](int j, std::size_t at) {
-    return j == s.rank() ? mine + at : s.buffer<T>(j, b) + first + at;
-  };
   // to[i] = a[i] op c[i]; sums vectorized (the common case)
   auto combine_into = [op](T* to, const T* a, const T* c, std::size_t m) {
     if constexpr (!std::is_same_v<T, bf16>) {
@@ -86,8 +80,19 @@ void reduce_buffers(const SharedSegment& s, int b, std::size_t first, std::size_
       sum = to;
     }
     if (p == 1 && sum != out + at) std::memcpy(out + at, sum, m * sizeof(T));
-    if (out2) std::memcpy(out2 + at, out + at, m * sizeof(T));
   }
+}
+
+// reduce_in_rank_order over rank j's buffer b from element `first`, except this rank's own x,
+// read from `mine` (never copied to the segment); out2 (when not null) gets a copy of out.
+template <class T>
+void reduce_buffers(const SharedSegment& s, int b, std::size_t first, std::size_t n, const T* mine,
+                    T* out, T* out2, ReduceOp op) {
+  auto x_of = [&](int j, std::size_t at) -> const T* {
+    return j == s.rank() ? mine + at : s.buffer<T>(j, b) + first + at;
+  };
+  reduce_in_rank_order(s.size(), x_of, n, out, op);
+  if (out2) std::memcpy(out2, out, n * sizeof(T));
 }
 
 // Copies [0, len) of `from` to `to` but for [skip_lo, skip_hi).
@@ -205,23 +210,12 @@ struct WindowRange {
 template <class T>
 void reduce_in_window(SharedSegment& s, const SharedWindow& w,
                       const std::vector<WindowRange>& ranges, bool all, const Waiting& what) {
-  constexpr std::size_t kBlock = 1024;
-  T acc[kBlock];
   const int p = s.size(), r = s.rank();
   s.barrier(what);
   for (const WindowRange& g : ranges) {
     const std::size_t shard = g.n / p, first = g.offset + r * shard;
-    for (std::size_t at = 0; at < shard; at += kBlock) {
-      const std::size_t m = std::min(kBlock, shard - at);
-      const T* sum = w.of<T>(0) + first + at;  // x_0 + ... + x_j so far
-      for (int j = 1; j < p; ++j) {
-        T* to = j + 1 < p ? acc : w.of<T>(r) + first + at;  // the same element, if aliased
-        const T* x = w.of<T>(j) + first + at;
-#pragma omp simd
-        for (std::size_t i = 0; i < m; ++i) to[i] = sum[i] + x[i];
-        sum = to;
-      }
-    }
+    auto x_of = [&](int j, std::size_t at) -> const T* { return w.of<T>(j) + first + at; };
+    detail::reduce_in_rank_order(p, x_of, shard, w.of<T>(r) + first, ReduceOp::sum);  // out: x_r
   }
   s.barrier(what);
   if (!all) return;
