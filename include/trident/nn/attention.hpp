@@ -5,8 +5,9 @@
 // 0..s), out = P V. Grouped-query attention (Ainslie et al., "GQA", 2023): H query heads and
 // KV <= H key/value heads, query head h reading K, V head h / (H / KV); KV = H is multi-head
 // attention (GPT-2), KV = 1 multi-query attention. Rows are tokens in [s, b] order, so the seq
-// rows of sequence b are B rows apart: each head's Q, K, V, and its columns of out, are strided
-// views into the fused matrices, read in place.
+// rows of sequence b are B rows apart: each head's Q, K, V are strided views into the fused
+// matrix, packed into contiguous per-thread scratch before its products; its columns of out
+// are written in place.
 //
 // One fused kernel per (sequence, head), in the manner of FlashAttention (Dao et al., 2022) but
 // keeping P for the backward: tiles of kTile query rows, their scores in SIMD registers against
@@ -87,20 +88,20 @@ void attention_forward(T* out, T* probs, const T* qkv, int B, int seq, int H, in
 #pragma omp parallel for if (ad::worth_threads(B * H, seq, D))
   for (int bh = 0; bh < B * H; ++bh) {
     const int b = bh / H, h = bh % H, g = h / group;
-    const T* row = qkv + static_cast<std::ptrdiff_t>(b) * width;  // token 0 of sequence b
-    const T* q = row + heads.q(h);                                // (seq, D), rows stride apart
-    T* p = probs + static_cast<std::ptrdiff_t>(bh) * seq * seq;   // (seq, seq)
+    const T* row = qkv + static_cast<std::ptrdiff_t>(b) * width;       // token 0 of sequence b
+    T* p = probs + static_cast<std::ptrdiff_t>(bh) * seq * seq;        // (seq, seq)
     T* o = out + static_cast<std::ptrdiff_t>(b) * H * D + heads.q(h);  // (seq, D)
     if (bh + 1 < B * H) ad::prefetch_forward(qkv, out, heads, (bh + 1) / H, (bh + 1) % H, B, seq);
     ad::Scratch<T>& scratch = ad::thread_scratch<T>();
-    ad::pack_transposed(scratch.transposed, row + heads.k(g), stride, seq, D);  // K^T: (D, ld)
-    ad::pack(scratch.v, row + heads.v(g), stride, seq, D);                      // V: (seq, D)
+    ad::pack_transposed(scratch.transposed, scratch.k, row + heads.k(g), stride, seq, D);  // K^T
+    ad::pack(scratch.v, row + heads.v(g), stride, seq, D);  // V: (seq, D)
+    ad::pack(scratch.q, row + heads.q(h), stride, seq, D);  // Q: (seq, D)
+    const T* q = scratch.q.data();
     ad::for_tiles(seq, [&](int i0, auto tile) {
       constexpr int R = decltype(tile)::value;
       const int n = ad::tile_columns(i0, R, seq);
       T* pi = p + static_cast<std::ptrdiff_t>(i0) * seq;  // (R, seq)
-      ad::product_transposed<R>(pi, seq, q + i0 * stride, stride, scratch.transposed.data(), ld, n,
-                                D);
+      ad::product_transposed<R>(pi, seq, q + i0 * D, D, scratch.transposed.data(), ld, n, D);
       for (int i = 0; i < R; ++i) ad::softmax_row(pi + i * seq, i0 + i + 1, n, scale);
       // out = P V: (R, D), over the columns [0, i0 + R) where P is not 0
       ad::weighted_rows<R>(o + i0 * out_stride, out_stride, pi, seq, 1, scratch.v.data(), D, 0,
@@ -130,22 +131,21 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* probs, in
   for (int bg = 0; bg < B * KV; ++bg) {
     const int b = bg / KV, g = bg % KV;
     const std::ptrdiff_t row = static_cast<std::ptrdiff_t>(b) * width;  // token 0 of sequence b
-    T* dk = dqkv + row + heads.k(g);  // (seq, D) each, rows stride apart
-    T* dv = dqkv + row + heads.v(g);
-    if (bg + 1 < B * KV)  // the next pair's rows
+    if (bg + 1 < B * KV)                                                // the next pair's rows
       ad::prefetch_backward(qkv, dqkv, dout, heads, (bg + 1) / KV, (bg + 1) % KV, B, seq);
     ad::Scratch<T>& scratch = ad::thread_scratch<T>();
-    ad::pack_transposed(scratch.transposed, qkv + row + heads.v(g), stride, seq, D);  // V^T
-    ad::pack(scratch.k, qkv + row + heads.k(g), stride, seq, D);                      // K
+    ad::pack_transposed(scratch.transposed, scratch.v, qkv + row + heads.v(g), stride, seq, D);
+    ad::pack(scratch.k, qkv + row + heads.k(g), stride, seq, D);  // K
     scratch.ds.resize(static_cast<std::size_t>(seq) * seq);
     T* ds = scratch.ds.data();  // (seq, seq): dP, then dS, by tiles up to tile_columns
     const T *k = scratch.k.data(), *q = nullptr, *d_o = nullptr;  // (seq, D) each, contiguous
+    for (auto* x : {&scratch.out, &scratch.dk, &scratch.dv}) x->resize(std::size_t(seq) * D);
+    T *dq = scratch.out.data(), *dk = scratch.dk.data(), *dv = scratch.dv.data();  // likewise
     for (int h = g * group; h < (g + 1) * group; ++h) {
       ad::pack(scratch.q, qkv + row + heads.q(h), stride, seq, D);
       ad::pack(scratch.dout, dout + static_cast<std::ptrdiff_t>(b) * H * D + heads.q(h), out_stride,
                seq, D);
       q = scratch.q.data(), d_o = scratch.dout.data();
-      T* dq = dqkv + row + heads.q(h);
       const T* p = probs + (static_cast<std::ptrdiff_t>(b) * H + h) * seq * seq;
       const bool accumulate = h != g * group;  // the group's first head writes dK, dV
       ad::for_tiles(seq, [&](int i0, auto tile) {
@@ -156,17 +156,18 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* probs, in
                                   D);
         for (int i = 0; i < R; ++i)
           ad::softmax_backward_row(ds + at + i * seq, p + at + i * seq, n, scale);
-        ad::weighted_rows<R>(dq + i0 * stride, stride, ds + at, seq, 1, k, D, 0, i0 + R, D, false);
+        ad::weighted_rows<R>(dq + i0 * D, D, ds + at, seq, 1, k, D, 0, i0 + R, D, false);
       });
+      ad::unpack(dqkv + row + heads.q(h), stride, scratch.out, seq, D);
       // Column tiles [t0, t0 + R): P and dS read transposed, rows [t0, seq)
       ad::for_tiles(seq, [&](int t0, auto tile) {
         constexpr int R = decltype(tile)::value;
-        ad::weighted_rows<R>(dv + t0 * stride, stride, p + t0, 1, seq, d_o, D, t0, seq, D,
-                             accumulate);
-        ad::weighted_rows<R>(dk + t0 * stride, stride, ds + t0, 1, seq, q, D, t0, seq, D,
-                             accumulate);
+        ad::weighted_rows<R>(dv + t0 * D, D, p + t0, 1, seq, d_o, D, t0, seq, D, accumulate);
+        ad::weighted_rows<R>(dk + t0 * D, D, ds + t0, 1, seq, q, D, t0, seq, D, accumulate);
       });
     }
+    ad::unpack(dqkv + row + heads.k(g), stride, scratch.dk, seq, D);
+    ad::unpack(dqkv + row + heads.v(g), stride, scratch.dv, seq, D);
   }
 }
 

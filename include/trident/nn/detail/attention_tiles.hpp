@@ -73,16 +73,44 @@ void for_tiles(int n, const Tile& tile) {
 // contiguous scratch before the products, as a GEMM packs its panels: rows of the fused
 // matrices lie a multiple of 4 KiB apart, so reading many of them in place thrashes the few
 // L1 cache sets they map to.
-// xt: (D, round_up(n, kWidth)) = x^T, zero-padded.
+// xc: (n, D) = x, contiguous. Rows are copied in whole chunks, no library call per row, so
+// the loads of many rows are in flight at once (each row lies in its own page: a miss).
 template <class T>
-void pack_transposed(std::vector<T>& xt, const T* x, std::ptrdiff_t ldx, int n, int D) {
+void pack(std::vector<T>& xc, const T* x, std::ptrdiff_t ldx, int n, int D) {
+  xc.resize(static_cast<std::size_t>(n) * D);
+  const int whole = D / kWidth * kWidth;
+  T* out = xc.data();
+  for (int t = 0; t < n; ++t, out += D) {
+    const T* row = x + t * ldx;
+    for (int d = 0; d < whole; d += kWidth) LanesMap<T>(out + d) = CLanesMap<T>(row + d);
+    for (int d = whole; d < D; ++d) out[d] = row[d];
+  }
+}
+// x: (n, D) rows ldx apart = xc: (n, D) contiguous; pack's inverse, for a head's results.
+template <class T>
+void unpack(T* x, std::ptrdiff_t ldx, const std::vector<T>& xc, int n, int D) {
+  const int whole = D / kWidth * kWidth;
+  const T* in = xc.data();
+  for (int t = 0; t < n; ++t, in += D) {
+    T* row = x + t * ldx;
+    for (int d = 0; d < whole; d += kWidth) LanesMap<T>(row + d) = CLanesMap<T>(in + d);
+    for (int d = whole; d < D; ++d) row[d] = in[d];
+  }
+}
+// xt: (D, round_up(n, kWidth)) = x^T, zero-padded. staging: (n, D), x's rows packed first,
+// so that the transposition reads L1 instead of waiting on one strided miss after another.
+template <class T>
+void pack_transposed(std::vector<T>& xt, std::vector<T>& staging, const T* x, std::ptrdiff_t ldx,
+                     int n, int D) {
+  pack(staging, x, ldx, n, D);
   const int ld = round_up(n, kWidth);
   xt.resize(static_cast<std::size_t>(D) * ld);
-  for (int t = 0; t < n; ++t)
-    for (int d = 0; d < D; ++d) xt[static_cast<std::size_t>(d) * ld + t] = x[t * ldx + d];
-  for (int d = 0; d < D; ++d)
-    std::fill(xt.data() + static_cast<std::size_t>(d) * ld + n,
-              xt.data() + static_cast<std::size_t>(d + 1) * ld, T(0));
+  const T* xc = staging.data();
+  for (int d = 0; d < D; ++d) {
+    T* row = xt.data() + static_cast<std::size_t>(d) * ld;  // row d of x^T
+    for (int t = 0; t < n; ++t) row[t] = xc[t * D + d];
+    std::fill(row + n, row + ld, T(0));
+  }
 }
 // Asks the cache for the rows of a head that the next (sequence, head) pair reads: rows lie in
 // different 4 KiB pages, which the hardware prefetchers do not follow, so each would otherwise
@@ -97,12 +125,6 @@ void prefetch_rows(const T* x, std::ptrdiff_t ldx, int n, int D, bool write = fa
       else
         __builtin_prefetch(x + t * ldx + d, 0, 2);
     }
-}
-// xc: (n, D) = x, contiguous.
-template <class T>
-void pack(std::vector<T>& xc, const T* x, std::ptrdiff_t ldx, int n, int D) {
-  xc.resize(static_cast<std::size_t>(n) * D);
-  for (int t = 0; t < n; ++t) std::copy(x + t * ldx, x + t * ldx + D, xc.data() + t * D);
 }
 
 // c: (R, n) rows ldc apart = a: (R, D) rows lda apart . bt: (D, >= n) rows ldb apart, zero
@@ -271,6 +293,7 @@ template <class T>
 struct Scratch {
   std::vector<T> transposed;     // (D, seq rounded up): K^T (forward) or V^T (backward)
   std::vector<T> q, k, v, dout;  // (seq, D) each
+  std::vector<T> out, dk, dv;    // (seq, D) each: results, before unpack
   std::vector<T> ds;             // (seq, seq): dP, then dS
 };
 template <class T>
