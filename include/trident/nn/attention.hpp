@@ -28,6 +28,7 @@
 #include <type_traits>
 #include <vector>
 
+#include <trident/nn/detail/attention_softmax.hpp>
 #include <trident/nn/detail/attention_tiles.hpp>
 
 namespace trident::nn {
@@ -102,7 +103,7 @@ void attention_forward(T* out, T* probs, const T* qkv, int B, int seq, int H, in
       const int n = ad::tile_columns(i0, R, seq);
       T* pi = p + static_cast<std::ptrdiff_t>(i0) * seq;  // (R, seq)
       ad::product_transposed<R>(pi, seq, q + i0 * D, D, scratch.transposed.data(), ld, n, D);
-      for (int i = 0; i < R; ++i) ad::softmax_row(pi + i * seq, i0 + i + 1, n, scale);
+      ad::softmax_rows<R>(pi, seq, i0, n, scale);
       // out = P V: (R, D), over the columns [0, i0 + R) where P is not 0
       ad::weighted_rows<R>(o + i0 * out_stride, out_stride, pi, seq, 1, scratch.v.data(), D, 0,
                            i0 + R, D, false);
