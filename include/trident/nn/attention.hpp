@@ -132,7 +132,8 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* probs, in
   for (int bg = 0; bg < B * KV; ++bg) {
     const int b = bg / KV, g = bg % KV;
     const std::ptrdiff_t row = static_cast<std::ptrdiff_t>(b) * width;  // token 0 of sequence b
-    if (bg + 1 < B * KV)                                                // the next pair's rows
+    // the next pair's rows, asked for while this pair computes
+    if (bg + 1 < B * KV)
       ad::prefetch_backward(qkv, dqkv, dout, heads, (bg + 1) / KV, (bg + 1) % KV, B, seq);
     ad::Scratch<T>& scratch = ad::thread_scratch<T>();
     ad::pack_transposed(scratch.transposed, scratch.v, qkv + row + heads.v(g), stride, seq, D);

@@ -14,7 +14,7 @@ namespace trident::nn {
 
 namespace attention_detail {
 
-// The masks of a chunk cut at lane k (0 < k < kWidth): keep(k) is 1 in lanes [0, k) and 0 in
+// The masks of a chunk cut at lane k (0 < k <= kWidth): keep(k) is 1 in lanes [0, k) and 0 in
 // [k, kWidth); hide(k) is 0 in lanes [0, k) and -infinity in [k, kWidth). Windows into a table,
 // so that the chunk the causal mask cuts stays in vector registers.
 template <class T>
@@ -94,8 +94,8 @@ void softmax_backward_row(T* dp, const T* p, int n, T scale) {
 // [0, n) -> x: each row's softmax as softmax_row(x + i * ldx, i0 + i + 1, n, scale). The tiles of
 // for_tiles (kTile rows from a multiple of kTile, n = tile_columns) have every row's diagonal in
 // their last chunk, [0, n - kWidth) unmasked for all rows: those rows are done together, pass
-// by pass, so that the rows' reductions (max, sum) overlap instead of one row waiting on the
-// last (5% of the forward, bench/docs/model.md); other tiles row by row.
+// by pass, so that the rows' reductions (max, sum) overlap instead of each row waiting on the
+// previous one's (5% of the forward, bench/docs/model.md); other tiles row by row.
 template <int R, class T>
 void softmax_rows(T* x, std::ptrdiff_t ldx, int i0, int n, T scale) {
   const int full = n - kWidth;  // columns below every row's diagonal chunk
