@@ -18,8 +18,8 @@
 // still deferred (Qi et al. 2023 §3.1: stage s runs W of microbatch k after B of k + s), each
 // holding only what W reads (w_stash_bytes), plus one block's output gradients while B allocates
 // them (9 N C). Then, per rank and schedule, where its step went: F, B (or the fused backward), W,
-// the waits in receives and the rest; a simulation with these times (bench/docs/pp.md) gives the
-// measured bubbles.
+// the waits in receives and the rest; a simulation with these times gives the measured bubbles
+// (bench/docs/pp_goals.md).
 #pragma once
 
 #include <memory>

@@ -141,8 +141,8 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* probs, in
     scratch.ds.resize(static_cast<std::size_t>(seq) * seq);
     T* ds = scratch.ds.data();  // (seq, seq): dP, then dS, by tiles up to tile_columns
     const T *k = scratch.k.data(), *q = nullptr, *d_o = nullptr;  // (seq, D) each, contiguous
-    for (auto* x : {&scratch.out, &scratch.dk, &scratch.dv}) x->resize(std::size_t(seq) * D);
-    T *dq = scratch.out.data(), *dk = scratch.dk.data(), *dv = scratch.dv.data();  // likewise
+    for (auto* x : {&scratch.dq, &scratch.dk, &scratch.dv}) x->resize(std::size_t(seq) * D);
+    T *dq = scratch.dq.data(), *dk = scratch.dk.data(), *dv = scratch.dv.data();  // likewise
     for (int h = g * group; h < (g + 1) * group; ++h) {
       ad::pack(scratch.q, qkv + row + heads.q(h), stride, seq, D);
       ad::pack(scratch.dout, dout + static_cast<std::ptrdiff_t>(b) * H * D + heads.q(h), out_stride,
@@ -160,7 +160,7 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* probs, in
           ad::softmax_backward_row(ds + at + i * seq, p + at + i * seq, n, scale);
         ad::weighted_rows<R>(dq + i0 * D, D, ds + at, seq, 1, k, D, 0, i0 + R, D, false);
       });
-      ad::unpack(dqkv + row + heads.q(h), stride, scratch.out, seq, D);
+      ad::unpack(dqkv + row + heads.q(h), stride, scratch.dq, seq, D);
       // Column tiles [t0, t0 + R): P and dS read transposed, rows [t0, seq)
       ad::for_tiles(seq, [&](int t0, auto tile) {
         constexpr int R = decltype(tile)::value;

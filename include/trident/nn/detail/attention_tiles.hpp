@@ -217,7 +217,7 @@ template <class T>
 struct Scratch {
   std::vector<T> transposed;     // (D, seq rounded up): K^T (forward) or V^T (backward)
   std::vector<T> q, k, v, dout;  // (seq, D) each
-  std::vector<T> out, dk, dv;    // (seq, D) each: results, before unpack
+  std::vector<T> dq, dk, dv;     // (seq, D) each: the backward's results, before unpack
   std::vector<T> ds;             // (seq, seq): dP, then dS
 };
 template <class T>
