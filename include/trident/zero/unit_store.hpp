@@ -306,8 +306,8 @@ class UnitStore {
       pending_.push_back({dp_->iall_reduce(g), nullptr});
       return;
     }
-    pending_.push_back({dp_->ireduce_scatter_in_place(g),
-                        [this, i] { place_reduced_shard(i, units_[i].grads.data()); }});
+    pending_.push_back(
+        {dp_->ireduce_scatter_in_place(g), [this, i] { place_reduced_shard(i, full_grads(i)); }});
   }
   // The same reduction, blocking (the shared-memory path where the group has one).
   void reduce_now(int i) {

@@ -95,7 +95,7 @@ void softmax_backward_row(T* dp, const T* p, int n, T scale) {
 // for_tiles (kTile rows from a multiple of kTile, n = tile_columns) have every row's diagonal in
 // their last chunk, [0, n - kWidth) unmasked for all rows: those rows are done together, pass
 // by pass, so that the rows' reductions (max, sum) overlap instead of each row waiting on the
-// previous one's (5% of the forward, bench/docs/model.md); other tiles row by row.
+// previous one's (5% of the forward, bench/docs/attention.md); other tiles row by row.
 template <int R, class T>
 void softmax_rows(T* x, std::ptrdiff_t ldx, int i0, int n, T scale) {
   const int full = n - kWidth;  // columns below every row's diagonal chunk

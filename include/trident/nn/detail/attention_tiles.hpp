@@ -178,7 +178,7 @@ void weighted_lanes(T* out, std::ptrdiff_t ldo, const T* w, std::ptrdiff_t wi, s
 // Rows of weighted_rows' float register tiles: R x 2 chunks of accumulators and the 2 chunks of
 // x fill the vector registers, 32 with AVX-512 (a float chunk is one register), 16 with AVX2 (two
 // per chunk). 8 rows instead of 4 with AVX-512: 16 multiply-adds per 2 loads of x and 8
-// broadcasts instead of 8 per 2 and 4 (bench/docs/model.md: the backward 0.84 of its time
+// broadcasts instead of 8 per 2 and 4 (bench/docs/attention.md: the backward 0.84 of its time
 // before). Doubles take two registers a chunk: 4 rows.
 #ifdef __AVX512F__
 inline constexpr int kWeightedRows = 8;
