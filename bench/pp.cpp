@@ -99,14 +99,11 @@ void bubble_table(const Comm& world, const std::string& schedule, int steps, int
 // split and placement: 1 / (that share) bounds the speedup of any schedule.
 double costliest_share(const gpt2::Options& o) {
   const pp::StageCosts c = gpt2::Model(o.model).stage_costs();
-  const std::vector<int> split = layer_split(o);
+  const std::vector<double> cost = pp::half_split_costs(c, layer_split(o));
   const pp::ChunkMap map = o.chunk_map();
   std::vector<double> rank(map.stages, 0);
   double total = 0;
-  for (int g = 0; g < map.virtual_stages(); ++g) {
-    const double cost = pp::virtual_stage_cost(c, g, map.virtual_stages(), split[g]);
-    rank[map.rank(g)] += cost, total += cost;
-  }
+  for (int g = 0; g < map.virtual_stages(); ++g) rank[map.rank(g)] += cost[g], total += cost[g];
   return *std::max_element(rank.begin(), rank.end()) / total;
 }
 
@@ -128,20 +125,22 @@ void training_rows(const Comm& world, const std::string& schedule, double train_
   balanced.schedule = pp::ScheduleKind::one_f_one_b;
   gpt2::Options zb = balanced, zbv = balanced;
   zb.schedule = pp::ScheduleKind::zb_h1;
-  zbv.schedule = pp::ScheduleKind::zbv, zbv.virtual_stages = 2;  // auto: 1,1,2,0 (pp/balance.hpp)
+  zbv.schedule = pp::ScheduleKind::zbv, zbv.virtual_stages = 2;  // auto: 1.5,1,1.5,0
+  gpt2::Options zbv_whole = zbv;  // the best split with whole layers (pp/balance.hpp)
+  zbv_whole.pp_layers = {1, 1, 2, 0};
   BenchTrainer t_balanced(world, balanced, TokenSource::synthetic(even.model.vocab));
   BenchTrainer t_zb(world, zb, TokenSource::synthetic(even.model.vocab));
   BenchTrainer t_zbv(world, zbv, TokenSource::synthetic(even.model.vocab));
+  BenchTrainer t_zbv_whole(world, zbv_whole, TokenSource::synthetic(even.model.vocab));
   auto named = [](const char* schedule, const gpt2::Options& o) {
-    std::string layers;
-    for (int n : layer_split(o)) layers += (layers.empty() ? "" : ",") + std::to_string(n);
-    return std::string("PP=2, m=8, ") + schedule + " " + layers;
+    return std::string("PP=2, m=8, ") + schedule + " " + pp::half_split_text(layer_split(o), ",");
   };
   const std::vector<double> speedup = training_table(world, train_seconds, bench_options(),
                                                      {{"PP=2, m=8, 1f1b 2,2", &t_even},
                                                       {named("1f1b", balanced), &t_balanced},
                                                       {named("zb-h1", zb), &t_zb},
-                                                      {named("zbv", zbv), &t_zbv}});
+                                                      {named("zbv", zbv), &t_zbv},
+                                                      {named("zbv", zbv_whole), &t_zbv_whole}});
   if (world.rank() == 0)
     std::printf(
         "# goal (issue 17): PP=2 m=8 over the single process, >= 1.65: 1f1b auto %.2f, zb-h1 auto "
@@ -157,9 +156,11 @@ void training_rows(const Comm& world, const std::string& schedule, double train_
   if (world.rank() == 0)
     std::printf(
         "# one process with m=8 takes %.3f x its step with m=1 (%s): with the costliest rank's "
-        "share of the cost model's work (%.3f), PP=2 m=8 can reach at most %.2fx\n",
-        g.ratio(1, 0), load_average().c_str(), costliest_share(balanced),
-        1 / (costliest_share(balanced) * g.ratio(1, 0)));
+        "share of the cost model's work (1f1b auto %.3f, zbv auto %.3f), PP=2 m=8 can reach at "
+        "most %.2fx, %.2fx\n",
+        g.ratio(1, 0), load_average().c_str(), costliest_share(balanced), costliest_share(zbv),
+        1 / (costliest_share(balanced) * g.ratio(1, 0)),
+        1 / (costliest_share(zbv) * g.ratio(1, 0)));
   // The byte vocabulary: the LM head is cheap, so 2 + 2 layers are equal stages.
   gpt2::Options bytes = even, single = bench_options();
   bytes.model.vocab = single.model.vocab = 256;

@@ -96,10 +96,10 @@ inline void print_zero_bubble_header(int p, int steps) {
       "\n# ZB-H1 and ZB-V next to 1F1B: bench model, global batch 16, layers auto (ZB-V: %d "
       "chunks); median of %d steps each, interleaved; %s\n",
       2 * p, steps, load_average().c_str());
-  std::printf("%5s %4s %11s | %-24s | %-24s | %-24s | %-13s | %s\n", "", "", "", "1F1B bubble",
+  std::printf("%5s %4s %19s | %-24s | %-24s | %-24s | %-13s | %s\n", "", "", "", "1F1B bubble",
               "ZB-H1 bubble", "ZB-V bubble", "/ 1F1B spans",
               "activation peak MiB per stage, 1F1B / ZB-H1 (ZB-H1's bound) / ZB-V");
-  std::printf("%5s %4s %11s |", "V", "m", "layers,zbv");
+  std::printf("%5s %4s %19s |", "V", "m", "layers,zbv");
   for (int k = 0; k < 3; ++k) std::printf(" %9s %6s %7s |", "spans", "imbal.", "formula");
   std::printf(" %6s %6s |", "ZB-H1", "ZB-V");
   for (int r = 0; r < p; ++r) std::printf(" %23s", ("stage " + std::to_string(r)).c_str());
@@ -180,25 +180,24 @@ inline ZeroBubbleRun zero_bubble_row(const Comm& world, int vocab, int m, int st
   gpt2::Options o = bench_options({1, p, 1}, m);
   o.batch = 16;
   o.model.vocab = vocab;
-  const std::vector<int> split = layer_split(o);
-  std::string layers;
-  for (int n : split) layers += (layers.empty() ? "" : "+") + std::to_string(n);
   gpt2::Options v = o;
   v.schedule = pp::ScheduleKind::zbv, v.virtual_stages = 2;
-  std::string chunks;  // ZB-V's, per virtual stage
-  for (int n : layer_split(v)) chunks += (chunks.empty() ? "" : ",") + std::to_string(n);
-  layers += " " + chunks;
+  // the split, and ZB-V's per virtual stage
+  const std::vector<int> split = layer_split(o);
+  const std::string layers =
+      pp::half_split_text(split) + " " + pp::half_split_text(layer_split(v), ",");
   const double formula[3] = {plan::bubble_share(p, m), plan::zb_h1_bubble_share(p, m),
                              plan::zbv_bubble_share(p, m)};
-  std::printf("%5d %4d %11s |", vocab, m, layers.c_str());
+  std::printf("%5d %4d %19s |", vocab, m, layers.c_str());
   for (int k = 0; k < 3; ++k)
     std::printf(" %9.3f %6.3f %7.3f |", run.bubble[k], run.imbalance[k], formula[k]);
   std::printf(" %6.2f %6.2f |", run.bubble[1] / run.bubble[0], run.bubble[2] / run.bubble[0]);
   const double N = double(o.rows_per_microbatch()) * o.model.seq, C = o.model.hidden;
   for (int r = 0; r < p; ++r) {
     const double* at = &peaks[3 * r];
-    const double bound = at[0] + r * w_stash_bytes(o, split[r], r == 0, r == p - 1) +
-                         (split[r] > 0 ? 9 * N * C * sizeof(float) : 0);
+    const int layers_here = stage_spec(split, r).layers;  // a split layer counts on both
+    const double bound = at[0] + r * w_stash_bytes(o, layers_here, r == 0, r == p - 1) +
+                         (layers_here > 0 ? 9 * N * C * sizeof(float) : 0);
     std::printf(" %5.1f/%5.1f (%4.1f)/%5.1f", at[0] / MiB, at[1] / MiB, bound / MiB, at[2] / MiB);
   }
   std::printf("\n");

@@ -200,3 +200,33 @@ TEST_CASE("PP traffic: b*s*h per microbatch and stage boundary sent; none when P
     CHECK(sent == (p == 1 ? 0.0 : 3 * o.microbatches * bsh));
   }
 }
+
+// A stage boundary inside a layer (nn/block_halves.hpp): each half makes half the layer's TP
+// calls, and the split layer's tied gradient is summed over the embedding group (first and last
+// pipeline rank) or sent over PP (neighbours): train/formulas.hpp's traffic, axis by axis,
+// against what CommStats counted.
+TEST_CASE("traffic with stage boundaries inside layers: the formula is what is sent") {
+  struct Case {
+    MeshShape mesh;
+    std::vector<double> split;
+  };
+  for (const Case& k : {Case{{2, 2, 1}, {2.5, 1.5}}, Case{{1, 4, 1}, {1.5, 1, 1, 0.5}}}) {
+    auto comm = test::first_ranks(4, test::current_test_name());
+    if (!comm) continue;
+    gpt2::Options o = test::small_options(k.mesh);
+    o.microbatches = 2;
+    o.batch = 4;
+    o.pp_layers = k.split;
+    auto t = trainer<double>(*comm, o);
+    comm_stats().reset();
+    (void)t->step();
+    const Traffic f = traffic_formula(*t);
+    INFO("TP" << k.mesh.tp << "-PP" << k.mesh.pp << " rank " << comm->rank());
+    CHECK(double(comm_stats().of("tp").total().bytes) == f.tp);
+    CHECK(double(comm_stats().of("pp")[CommOp::send].bytes) == f.pp);
+    CHECK(double(comm_stats().of("emb").total().bytes) == f.emb);
+    // every rank of PP=4 but the last holds the first half of a split layer or the second
+    const int stage = t->mesh().stage();
+    if (k.mesh.pp == 4 && stage < 3) CHECK(f.pp > 0);
+  }
+}

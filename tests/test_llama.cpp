@@ -58,6 +58,7 @@ void check_against_single_process(const Comm& comm, const llama::Config& c, cons
   one.schedule = pp::ScheduleKind::one_f_one_b;
   one.microbatches = 1;
   one.virtual_stages = 1;
+  one.pp_layers.clear();
   one.zero = ZeroPolicy{};
   llama::Trainer<double> run(comm, llama::Model(c), o, data);
   llama::Trainer<double> ref(self, llama::Model(c), one, data);
@@ -122,6 +123,38 @@ TEST_CASE("llama: PP=2 with 1F1B and with ZB-H1 matches one process in double") 
     o.microbatches = 4;
     check_against_single_process(*comm, small_model(), o);
   }
+}
+
+// A stage boundary between a block's attention and MLP halves (nn/block_halves.hpp): 1F1B 1.5 +
+// 2.5 (with full recomputation), ZB-H1 2.5 + 1.5, ZB-V 1.5, 1, 1.5, 0; and TP2 (SP) x PP2 2.5 +
+// 1.5. Every parameter compared on every rank: both copies of a split block.
+TEST_CASE("llama: PP=2 with a stage boundary inside a block matches one process in double") {
+  struct Case {
+    pp::ScheduleKind schedule;
+    std::vector<double> split;
+    Recompute recompute;
+  };
+  for (const Case& k : {Case{pp::ScheduleKind::one_f_one_b, {1.5, 2.5}, Recompute::full},
+                        Case{pp::ScheduleKind::zb_h1, {2.5, 1.5}, Recompute::none},
+                        Case{pp::ScheduleKind::zbv, {1.5, 1, 1.5, 0}, Recompute::none}}) {
+    auto comm = test::first_ranks(2, test::current_test_name());
+    if (!comm) continue;
+    INFO("schedule " << pp::to_string(k.schedule));
+    TrainOptions o = small_run({1, 2, 1});
+    o.schedule = k.schedule;
+    o.virtual_stages = k.split.size() / 2;
+    o.pp_layers = k.split;
+    o.recompute = k.recompute;
+    o.microbatches = 4;
+    check_against_single_process(*comm, small_model(), o);
+  }
+  auto comm = test::first_ranks(4, test::current_test_name());
+  if (!comm) return;
+  TrainOptions o = small_run({2, 2, 1});
+  o.sequence_parallel = true;
+  o.microbatches = 2;
+  o.pp_layers = {2.5, 1.5};
+  check_against_single_process(*comm, small_model(), o);
 }
 
 TEST_CASE(

@@ -12,8 +12,8 @@ using pp::ScheduleKind;
 
 namespace {
 void run(int ranks, MeshShape mesh, ScheduleKind kind, int m, int layers = 4, int v = 1,
-         Recompute recompute = Recompute::none, std::vector<int> split = {}, ZeroPolicy zero = {},
-         bool sp = false) {
+         Recompute recompute = Recompute::none, std::vector<double> split = {},
+         ZeroPolicy zero = {}, bool sp = false) {
   auto comm = test::first_ranks(ranks, test::current_test_name());
   if (!comm) return;
   gpt2::Options o = test::small_options(mesh, layers);
@@ -55,7 +55,7 @@ TEST_CASE(
     "uneven splits (--pp-layers 3,1; auto on 3 layers) and recomputation give the same "
     "numbers") {
   run(2, {1, 2, 1}, ScheduleKind::one_f_one_b, 3, 4, 1, Recompute::none, {3, 1});
-  run(2, {1, 2, 1}, ScheduleKind::one_f_one_b, 3, 3);  // auto: 2 + 1 (see test_plan)
+  run(2, {1, 2, 1}, ScheduleKind::one_f_one_b, 3, 3);  // auto: 1.5 + 1.5 (see test_plan)
   run(2, {1, 2, 1}, ScheduleKind::one_f_one_b, 3, 4, 1, Recompute::full);
 }
 
@@ -95,6 +95,24 @@ TEST_CASE("the head alone on the last virtual stage: 1f1b, zb-h1 (4+0) and zbv (
   for (int m : {2, 5}) run(2, {1, 2, 1}, ScheduleKind::zbv, m, 4, 2, none, {1, 1, 2, 0});
   run(4, {2, 2, 1}, ScheduleKind::zbv, 4, 4, 2, none, {1, 1, 2, 0}, {}, /*sp=*/true);
   run(4, {1, 2, 2}, ScheduleKind::zbv, 4, 4, 2, none, {1, 1, 2, 0}, {1});
+}
+
+// A stage boundary between a layer's attention and MLP halves (nn/block_halves.hpp): both
+// stages hold the layer, each takes its half's gradients, the copies are summed (train/ties.hpp)
+// across two pipeline ranks (neighbours at PP=4, not only the first and last) or on one rank
+// (ZB-V's 1.5,1,1.5,0 splits layer 1 across ranks 0 and 1, layer 2 inside rank 1).
+TEST_CASE("a stage boundary inside a layer (--pp-layers 2.5,1.5 etc.) gives the same numbers") {
+  const Recompute none = Recompute::none;
+  run(2, {1, 2, 1}, ScheduleKind::one_f_one_b, 3, 4, 1, none, {2.5, 1.5});
+  run(2, {1, 2, 1}, ScheduleKind::gpipe, 2, 4, 1, none, {0.5, 3.5});  // attention half alone
+  run(2, {1, 2, 1}, ScheduleKind::one_f_one_b, 3, 4, 1, Recompute::full, {1.5, 2.5});
+  run(2, {1, 2, 1}, ScheduleKind::zb_h1, 4, 4, 1, none, {2.5, 1.5});
+  for (int m : {2, 5}) run(2, {1, 2, 1}, ScheduleKind::zbv, m, 4, 2, none, {1.5, 1, 1.5, 0});
+  run(4, {1, 4, 1}, ScheduleKind::one_f_one_b, 4, 4, 1, none, {1.5, 1, 1, 0.5});
+  run(4, {2, 2, 1}, ScheduleKind::zbv, 4, 4, 2, none, {1.5, 1, 1.5, 0}, {}, /*sp=*/true);
+  for (int stage : {1, 3})
+    run(4, {1, 2, 2}, ScheduleKind::zbv, 4, 4, 2, none, {1.5, 1, 1.5, 0}, {stage});
+  run(4, {1, 2, 2}, ScheduleKind::zb_h1, 4, 4, 1, none, {2.5, 1.5}, {2});
 }
 
 TEST_CASE("PP=1 interleaved (v=2): the tied embedding's two copies on one rank are summed") {

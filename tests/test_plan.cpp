@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <trident/nn/flops.hpp>
 #include <trident/plan/balance.hpp>
 #include <trident/plan/plan.hpp>
 
@@ -147,6 +148,36 @@ TEST_CASE("balanced layer split over ranks: ZB-V's V and interleaved chunks") {
   const pp::StageCosts equal{1, 0, 0};
   CHECK(pp::balanced_layer_split(equal, 8, v) == std::vector<int>{2, 2, 2, 2});
   CHECK(pp::balanced_layer_split(equal, 6, looped) == std::vector<int>{1, 1, 2, 2});
+}
+
+// pp/balance.hpp in half layers: a boundary moved into a layer, between its attention half
+// (8 s h^2 + 4 s^2 h of 24 s h^2 + 4 s^2 h: 0.385 of the bench model's layer) and its MLP half.
+TEST_CASE("balanced half split: a stage boundary inside a layer where that is cheaper") {
+  pp::StageCosts bench = stage_costs(ModelSpec{"bench", 4, 256, 8, 4096, 128});
+  CHECK(pp::balanced_half_split(bench, 4, pp::ChunkMap{pp::Placement::looped, 2, 1}) ==
+        std::vector<int>{6, 2});  // first_half 0: the whole-layer split, 3 + 1, in halves
+  bench.first_half = nn::gpt_attention_half_forward_flops(128, 256, 1);
+  CHECK(bench.first_half / bench.layer == doctest::Approx(0.3846).epsilon(1e-3));
+  // 2 stages: 2.5 + 1.5 layers, costs 2.38 and 2.85 layers (not 3 and 2.23)
+  const pp::ChunkMap two{pp::Placement::looped, 2, 1}, v{pp::Placement::v_shape, 2, 2};
+  const std::vector<int> plain = pp::balanced_half_split(bench, 4, two);
+  CHECK(plain == std::vector<int>{5, 3});
+  CHECK(pp::half_split_text(plain) == "2.5+1.5");
+  const std::vector<double> cost = pp::half_split_costs(bench, plain);
+  CHECK(cost[0] / bench.layer == doctest::Approx(2 + 0.3846).epsilon(1e-3));
+  CHECK(cost[1] == doctest::Approx(bench.layer - bench.first_half + bench.layer + bench.head));
+  // ZB-V: rank 0 (virtual stages 0 and 3) gets layer 0, layer 1's attention half and the head,
+  // rank 1 the rest: equal to the FLOP (2.615 layers each), then the costliest chunk as cheap
+  // as can be (1.5, 1, 1.5, 0: no chunk above 1.62 layers)
+  const std::vector<int> zbv = pp::balanced_half_split(bench, 4, v);
+  CHECK(zbv == std::vector<int>{3, 2, 3, 0});
+  const std::vector<double> c = pp::half_split_costs(bench, zbv);
+  CHECK(c[0] + c[3] == doctest::Approx(c[1] + c[2]));
+  // a cheap head: layers stay whole at 4 layers (2 + 2), and 3 layers split 1.5 + 1.5
+  pp::StageCosts small = stage_costs(ModelSpec{"parity", 4, 32, 8, 67, 16});
+  small.first_half = nn::gpt_attention_half_forward_flops(16, 32, 1);
+  CHECK(pp::balanced_half_split(small, 4, two) == std::vector<int>{4, 4});
+  CHECK(pp::balanced_half_split(small, 3, two) == std::vector<int>{3, 3});
 }
 
 TEST_CASE("FLOPs: 3 forwards, plus one with full recomputation (Narayanan eq. (3))") {

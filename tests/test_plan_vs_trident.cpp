@@ -36,7 +36,8 @@ std::string describe(const gpt2::Options& o) {
          " m=" + std::to_string(o.microbatches) + " v=" + std::to_string(o.virtual_stages) + " " +
          pp::to_string(o.schedule) + (o.recompute == Recompute::full ? " recompute" : "") +
          (o.zero.reduce == GradReduce::per_step ? " per-step" : "") +
-         (o.zero.keep_gathered ? " keep-gathered" : "");
+         (o.zero.keep_gathered ? " keep-gathered" : "") + " layers " +
+         pp::half_split_text(layer_split(o));
 }
 
 // Builds the trainer and compares this rank's model states with the prediction for its stage.
@@ -128,6 +129,15 @@ TEST_CASE("one step: activation peak and bytes per axis as predicted") {
   inter.schedule = pp::ScheduleKind::interleaved;
   inter.virtual_stages = 2;
   check_step(inter);
+  // stage boundaries inside layers (nn/block_halves.hpp): at PP=4 between neighbours (the split
+  // layers' gradients sent over PP), and a stage of one attention half under recomputation
+  gpt2::Options halves = options({1, 4, 1}, 0, 4);
+  halves.pp_layers = {1.5, 1, 1, 0.5};
+  check_step(halves);
+  gpt2::Options half_rec = options({1, 2, 2}, 1, 2);
+  half_rec.recompute = Recompute::full;
+  half_rec.pp_layers = {0.5, 3.5};
+  check_step(half_rec);
 }
 
 TEST_CASE("fits and machines: least squares, one latency per batch, ring bytes over links") {

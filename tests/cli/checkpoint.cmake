@@ -24,8 +24,9 @@ set(train $<TARGET_FILE:train_gpt>|--layers|4|--hidden|32|--heads|4|--seq|16|--b
 set(compare $<TARGET_FILE:compare_losses>)
 set(ckpt $<TARGET_FILE:trident-ckpt>)
 
-# Cut after step 5 on TP2-PP2 ZeRO-1, resumed on DP2 ZeRO-3: steps 6-10 as the uninterrupted
-# single-process run's, to 1e-10 (double).
+# Cut after step 5 on TP2-PP2 ZeRO-1 (its auto split 2.5 + 1.5: layer 2 on both stages, tied,
+# saved once), resumed on DP2 ZeRO-3 and on PP2 split 1.5 + 2.5: steps 6-10 as the
+# uninterrupted single-process run's, to 1e-10 (double).
 set(d ${dir}/reshard)
 trident_steps(reshard
   "${CMAKE_COMMAND}|-E|rm|-rf|${d}"
@@ -34,7 +35,10 @@ trident_steps(reshard
   "EXISTS|${d}/step-00000005/index.json"
   "${run}|2|${train}|--dtype|double|--dp|2|--zero|3|--checkpoint-dir|${d}|--resume|--json|${d}.resumed.json"
   "OUTPUT|resumed from ${d}/step-00000005 at step 5"
-  "${compare}|${d}.whole.json|${d}.resumed.json|1e-10")
+  "${compare}|${d}.whole.json|${d}.resumed.json|1e-10"
+  "${run}|2|${train}|--dtype|double|--pp|2|--pp-layers|1.5,2.5|--checkpoint-dir|${d}|--resume|--json|${d}.resplit.json"
+  "OUTPUT|resumed from ${d}/step-00000005 at step 5"
+  "${compare}|${d}.whole.json|${d}.resplit.json|1e-10")
 
 # Rank 1 killed while writing the checkpoint of step 4: the job fails, step 2's checkpoint is
 # complete, and resuming from it reproduces the uninterrupted losses bit for bit (same mesh).
@@ -56,7 +60,7 @@ trident_steps(tool
   "${CMAKE_COMMAND}|-E|rm|-rf|${d}"
   "${run}|4|${train}|--dtype|double|--tp|2|--pp|2|--zero|1|--checkpoint-dir|${d}|--save-every|5|--stop-after|5|--save|${d}.saved.safetensors"
   "${ckpt}|inspect|${d}"
-  "OUTPUT|saved on: {\"compute\":\"F64\",\"dp\":1,\"layer_split\":[2,2],\"pp\":2"
+  "OUTPUT|saved on: {\"compute\":\"F64\",\"dp\":1,\"layer_split\":[2.5,1.5],\"pp\":2"
   "OUTPUT|156 tensors, 178752 elements, 4 shards"
   "OUTPUT|every checksum verified, every tensor covered exactly once"
   "${ckpt}|export|${d}|${d}.exported.safetensors"

@@ -32,7 +32,11 @@ trident_cli_error(hidden_not_divisible_by_heads RANKS 1 PROGRAM train_gpt ARGS $
 trident_cli_error(pp_above_layers RANKS 4 PROGRAM train_gpt ARGS ${tiny} --pp 4 --microbatches 4
   EXPECT "PP=4 needs at least 4 layers, but the model has 2")
 trident_cli_error(pp_layers_text RANKS 2 PROGRAM train_gpt ARGS ${tiny} --layers 3 --pp 2 --pp-layers 2,x
-  EXPECT "--pp-layers: expected auto or layers per stage such as 3,2,2,1, got '2,x'")
+  EXPECT "--pp-layers: expected auto or layers per stage such as 3,2,2,1 or 2.5,1.5, got '2,x'")
+trident_cli_error(pp_layers_not_half RANKS 2 PROGRAM train_gpt ARGS ${tiny} --layers 3 --pp 2 --pp-layers 1.7,1.3
+  EXPECT "--pp-layers: expected auto or layers per stage such as 3,2,2,1 or 2.5,1.5, got '1.7,1.3'")
+trident_cli_error(pp_layers_half_sum RANKS 2 PROGRAM train_gpt ARGS ${tiny} --layers 3 --pp 2 --pp-layers 1.5,2
+  EXPECT "--pp-layers adds up to 3.5 layers, but the model has 3")
 trident_cli_error(split_sum RANKS 2 PROGRAM train_gpt ARGS ${tiny} --layers 4 --pp 2 --pp-layers 3,2
   EXPECT "--pp-layers adds up to 5 layers, but the model has 4")
 trident_cli_error(interleaved_microbatches RANKS 2 PROGRAM train_gpt ARGS ${tiny} --layers 4 --pp 2

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "../nn/flops.hpp"
 #include "../plan/communication.hpp"
 #include "../plan/compute.hpp"
 #include "../plan/formulas.hpp"
@@ -68,7 +69,14 @@ namespace detail {
 struct MicrobatchWork {
   double act = 0, rows = 0, message = 0;
   double layer_flops = 0, layer_linear_flops = 0, head_flops = 0, layer_fill = 0, head_fill = 0;
+  double attention_share = 0;  // of a layer's FLOPs, in its attention half (nn/flops.hpp)
 };
+
+// Layers' worth of work in chunk k: its attention halves at their share, its MLP halves at the
+// rest (whole layers count 1).
+inline double layer_work(const ChunkUnits& k, const MicrobatchWork& w) {
+  return k.attention * w.attention_share + k.mlp * (1 - w.attention_share);
+}
 
 inline MicrobatchWork microbatch_work(const gpt2::Options& o, const Precision& p) {
   const ActivationShape a = activation_shape(o);
@@ -81,6 +89,8 @@ inline MicrobatchWork microbatch_work(const gpt2::Options& o, const Precision& p
   w.layer_flops = passes * layer_forward_flops(model_spec(o.model), a.B) / tp;
   w.layer_linear_flops = passes * 24 * a.N * a.C * a.C / tp;  // without attention's 4 B s^2 h
   w.head_flops = 3 * 2 * a.N * a.C * a.vocab_rows;
+  w.attention_share = nn::gpt_attention_half_forward_flops(a.seq, a.C, 1) /
+                      nn::gpt_layer_forward_flops(a.seq, a.C, 1);
   // models/gpt2/block.hpp's buffers: activations (twice with recomputation) and temporaries
   const double temps = a.N * a.C + a.n * a.C + 8 * a.N * a.Cl + a.N * a.C + 2 * a.n * a.C;
   w.layer_fill =
@@ -94,14 +104,15 @@ inline MicrobatchWork microbatch_work(const gpt2::Options& o, const Precision& p
 inline double chunk_compute_s(const ChunkUnits& k, const MicrobatchWork& w, const Machine& machine,
                               Recompute recompute) {
   double s = 0;
+  const double layers = layer_work(k, w);  // a half layer at its FLOPs' share of each figure
   if (machine.layer_kernels_s > 0)
-    s += (k.layers * w.layer_linear_flops + (k.head ? w.head_flops : 0)) / machine.gemm_flops +
-         k.layers * machine.layer_kernels_s * (recompute == Recompute::full ? 4.0 / 3 : 1) +
+    s += (layers * w.layer_linear_flops + (k.head ? w.head_flops : 0)) / machine.gemm_flops +
+         layers * machine.layer_kernels_s * (recompute == Recompute::full ? 4.0 / 3 : 1) +
          (k.head ? machine.head_kernels_s : 0);
   else
-    s += (k.layers * w.layer_flops + (k.head ? w.head_flops : 0)) / machine.gemm_flops;
+    s += (layers * w.layer_flops + (k.head ? w.head_flops : 0)) / machine.gemm_flops;
   if (machine.fill_bytes > 0)
-    s += (k.layers * w.layer_fill + (k.head ? w.head_fill : 0)) / machine.fill_bytes;
+    s += (layers * w.layer_fill + (k.head ? w.head_fill : 0)) / machine.fill_bytes;
   return s;
 }
 
@@ -114,7 +125,9 @@ inline double add_tp_calls(StagePrediction& st, const ChunkUnits& k, const gpt2:
                            bool crosses) {
   const int tp = o.mesh.tp, m = o.microbatches;
   if (tp == 1) return 0;
-  const double n = k.layers * plan::tp_all_reduces_per_layer(o.recompute) + k.embedding + k.head;
+  // per layer, half in each half (f and g of the attention, of the MLP)
+  const double n = (k.attention + k.mlp) * plan::tp_all_reduces_per_layer(o.recompute) / 2 +
+                   k.embedding + k.head;
   double bytes = n * w.act, sec = n * machine.seconds(CommOp::all_reduce, tp, w.act, crosses, true);
   if (o.sequence_parallel) bytes += (k.embedding + k.head) * w.act;  // the conjugates
   if (k.head)
@@ -151,19 +164,26 @@ struct DpCalls {
   std::vector<double> reduce, publish, gather_fwd, gather_bwd, scatter;
 };
 
-// Unit u of chunk k: the tied embedding's gradient (PP > 1) and the unit's DP calls (ZeRO §7.2,
+// Unit u of chunk k on pipeline rank s: the tied embedding's gradient (PP > 1) or a split
+// layer's (train/trainer.hpp, sum_tied_gradients), and the unit's DP calls (ZeRO §7.2,
 // plan::zero_dp_bytes: reductions once after the pipeline or per microbatch, ZeRO-3's gathers
 // before each forward and backward that read it), their bytes added to st.
 inline void add_unit_calls(StagePrediction& st, DpCalls& calls, const UnitSize& u,
                            const ChunkUnits& k, const gpt2::Options& o, const Precision& p,
-                           const Machine& machine, bool pp_crosses) {
+                           const Machine& machine, bool pp_crosses, int s) {
   const ZeroPolicy& z = o.zero;
   const int dp = o.mesh.dp, m = o.microbatches;
   const double b = u.padded * p.param_bytes;
-  if (o.mesh.pp > 1 && u.name == "wte") {  // the tied embedding's gradient, held part
-    const double held = u.padded / (z.stage == 0 ? 1 : dp) * p.grad_bytes;
+  const double held = u.padded / (z.stage == 0 ? 1 : dp) * p.grad_bytes;  // of its gradient
+  const bool split = u.tied_rank >= 0 && u.tied_rank != s;  // the other copy on another rank
+  const bool ends = std::min(s, u.tied_rank) == 0 && std::max(s, u.tied_rank) == o.mesh.pp - 1;
+  if ((o.mesh.pp > 1 && u.name == "wte") || (split && ends)) {
+    // tied copies on the first and the last stage: summed over the embedding group
     st.bytes.emb += held,
         st.seconds.emb += machine.seconds(CommOp::all_reduce, 2, held, pp_crosses);
+  } else if (split) {  // a layer split between neighbours: sent to the other, after the pipeline
+    const double sec = machine.seconds(CommOp::send, 2, held, pp_crosses);
+    st.bytes.pp += held, st.seconds.pp += sec, st.after_s += sec;
   }
   if (dp == 1) return;
   const bool per_mb = z.stage >= 2 && z.reduce == GradReduce::per_microbatch;
@@ -216,11 +236,11 @@ inline StagePrediction predict_stage(const gpt2::Options& o, const Precision& p,
   const std::vector<ChunkUnits> chunks = stage_chunks(o, s);
   for (int c = 0; c < static_cast<int>(chunks.size()); ++c) {
     const ChunkUnits& k = chunks[c];
-    st.flops += m * (k.layers * w.layer_flops + (k.head ? w.head_flops : 0));
+    st.flops += m * (layer_work(k, w) * w.layer_flops + (k.head ? w.head_flops : 0));
     compute_mb += chunk_compute_s(k, w, machine, o.recompute);
     calls_mb += add_tp_calls(st, k, o, p, w, machine, x.tp);
     calls_mb += add_pp_calls(st, c * o.mesh.pp + s, o, w, machine, x.pp);
-    for (const UnitSize& u : k.units) add_unit_calls(st, calls, u, k, o, p, machine, x.pp);
+    for (const UnitSize& u : k.units) add_unit_calls(st, calls, u, k, o, p, machine, x.pp, s);
   }
   const auto [loop_dp, after_dp] = dp_seconds(st, calls, o, machine, x.dp);
   calls_mb += loop_dp;
@@ -280,6 +300,9 @@ inline std::vector<std::pair<CommOp, int>> after_calls(const gpt2::Options& o) {
   const MeshShape& s = o.mesh;
   std::vector<std::pair<CommOp, int>> calls{{CommOp::all_reduce, s.product()}};
   if (s.pp > 1) calls.push_back({CommOp::all_reduce, 2});
+  const std::vector<int> split = layer_split(o);  // a layer split between neighbours: a send
+  if (s.pp > 2 && std::any_of(split.begin(), split.end(), [](int h) { return h % 2; }))
+    calls.push_back({CommOp::send, 2});
   if (s.tp > 1 && o.sequence_parallel) calls.push_back({CommOp::all_reduce, s.tp});
   if (s.dp > 1 && o.zero.stage == 0) calls.push_back({CommOp::all_reduce, s.dp});
   if (s.dp > 1 && o.zero.stage >= 1)

@@ -34,12 +34,14 @@ using namespace plan;
 struct UnitSize {
   std::string name;
   double numel = 0, padded = 0;  // elements on one TP rank; padded to a multiple of DP
+  int tied_rank = -1;  // a layer split between two stages: the pipeline rank of the other copy
 };
 
 // One virtual stage's model chunk: its layers, whether it embeds / has the head, its units in
 // the store's order.
 struct ChunkUnits {
-  int layers = 0;
+  int layers = 0;              // layers it holds, whole or half (model/model.hpp, StageSpec)
+  int attention = 0, mlp = 0;  // the attention and MLP halves it runs (nn/block_halves.hpp)
   bool embedding = false, head = false;
   std::vector<UnitSize> units;
 };
@@ -56,11 +58,18 @@ inline std::vector<ChunkUnits> stage_chunks(const gpt2::Options& o, int stage) {
   std::vector<ChunkUnits> chunks;
   for (int c = 0; c < o.virtual_stages; ++c) {
     const int g = o.chunk_map().virtual_stage(c, stage);
-    ChunkUnits k{split[g], g == 0, g == p * o.virtual_stages - 1, {}};
+    // a layer split between two stages holds its unit on both, tied to the other's
+    const StageSpec spec = stage_spec(split, g);
+    ChunkUnits k{spec.layers, spec.layers - spec.from_second_half, spec.layers - spec.to_first_half,
+                 g == 0,      g == p * o.virtual_stages - 1,       {}};
     const double wte = double(embedding_shard_parameters(m, t));
     if (k.embedding) k.units = {unit("wte", wte), unit("wpe", double(m.seq) * m.hidden)};
-    for (int l = 0; l < k.layers; ++l)
+    for (int l = 0; l < k.layers; ++l) {
       k.units.push_back(unit("h", double(layer_shard_parameters(m, t))));
+      if (l == 0 && spec.from_second_half) k.units.back().tied_rank = o.chunk_map().rank(g - 1);
+      if (l == k.layers - 1 && spec.to_first_half)
+        k.units.back().tied_rank = o.chunk_map().rank(g + 1);
+    }
     if (k.head) k.units.push_back(unit("ln_f", 2.0 * m.hidden));
     if (k.head && !k.embedding) k.units.push_back(unit("wte", wte));
     chunks.push_back(std::move(k));
@@ -100,11 +109,18 @@ inline ActivationShape activation_shape(const gpt2::Options& o) {
           vocab_rows};
 }
 
-// models/gpt2/block.hpp's BlockActivations: x, x2 (n C); LN stats (4 n); ln1, ln2 (N C); qkv (3 N
-// Cl); probs (B Hl seq seq); att (N Cl); fc, act (4 N Cl each).
+// models/gpt2/block.hpp's BlockActivations by half: attention x (n C), LN1's stats (2 n), ln1 (N
+// C), qkv (3 N Cl), probs (B Hl seq seq), att (N Cl); MLP x2 (n C: the stage's input when the MLP
+// half runs alone), LN2's stats (2 n), ln2 (N C), fc and act (4 N Cl each).
+inline double attention_activation_elements(const ActivationShape& a) {
+  return a.n * a.C + 2 * a.n + a.N * a.C + 3 * a.N * a.Cl + a.B * a.heads * a.seq * a.seq +
+         a.N * a.Cl;
+}
+inline double mlp_activation_elements(const ActivationShape& a) {
+  return a.n * a.C + 2 * a.n + a.N * a.C + 8 * a.N * a.Cl;
+}
 inline double layer_activation_elements(const ActivationShape& a) {
-  return 2 * a.n * a.C + 4 * a.n + 2 * a.N * a.C + 3 * a.N * a.Cl + a.B * a.heads * a.seq * a.seq +
-         a.N * a.Cl + 8 * a.N * a.Cl;
+  return attention_activation_elements(a) + mlp_activation_elements(a);
 }
 
 // The head's stash (model/decoder_stage.hpp): LN_f input (n C), its stats (2 n), the head's input
@@ -113,11 +129,13 @@ inline double head_activation_elements(const ActivationShape& a) {
   return a.n * a.C + 2 * a.n + a.N * a.C + a.N * a.vocab_rows;
 }
 
-// What one microbatch of a chunk keeps until its backward: every layer's activations, or only
+// What one microbatch of a chunk keeps until its backward: every half's activations, or only
 // each layer's input under full recomputation; the head's stash.
 inline double chunk_stash_elements(const ChunkUnits& c, const ActivationShape& a, Recompute r) {
-  const double layer = r == Recompute::full ? a.n * a.C : layer_activation_elements(a);
-  return c.layers * layer + (c.head ? head_activation_elements(a) : 0);
+  const double layers = r == Recompute::full ? c.layers * a.n * a.C
+                                             : c.attention * attention_activation_elements(a) +
+                                                   c.mlp * mlp_activation_elements(a);
+  return layers + (c.head ? head_activation_elements(a) : 0);
 }
 
 // Peak activation bytes of a rank of `stage`: its schedule walked action by action, each
@@ -130,15 +148,22 @@ inline double stage_activation_bytes(const gpt2::Options& o, int stage, const Pr
   const std::vector<ChunkUnits> chunks = stage_chunks(o, stage);
   const auto schedule =
       pp::make_schedule({o.schedule, o.mesh.pp, o.microbatches, o.virtual_stages})[stage];
-  const double transient =
-      o.recompute == Recompute::full ? layer_activation_elements(a) - a.n * a.C : 0;
+  // under full recomputation, the largest layer or half of the chunk, but its input
+  auto transient = [&](const ChunkUnits& c) {
+    if (o.recompute != Recompute::full || c.layers == 0) return 0.0;
+    const bool whole = c.attention + c.mlp > c.layers;  // a layer with both halves
+    const double most = whole ? layer_activation_elements(a)
+                              : std::max(c.attention ? attention_activation_elements(a) : 0.0,
+                                         c.mlp ? mlp_activation_elements(a) : 0.0);
+    return most - a.n * a.C;
+  };
   double held = 0, peak = 0;
   for (const pp::Action& act : schedule) {
     const bool frees = act.op == pp::Op::backward || act.op == pp::Op::backward_weight;
     if (act.op != pp::Op::forward && !frees) continue;
     const ChunkUnits& c = chunks[act.chunk];
     const double stash = chunk_stash_elements(c, a, o.recompute);
-    const double during = c.layers > 0 ? transient : 0;
+    const double during = transient(c);
     if (act.op == pp::Op::forward) {
       // layers' inputs and LN_f's input first, then one layer at a time, then the head
       const double before_head = c.layers * a.n * a.C + (c.head ? a.n * a.C : 0);

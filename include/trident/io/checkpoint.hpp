@@ -31,6 +31,13 @@ std::string dtype_name() {
   return io::to_string(io::dtype_of<T>());
 }
 
+// A split of half layers as layers per virtual stage: whole numbers as integers, halves as x.5.
+inline nlohmann::json layers_json(const std::vector<int>& halves) {
+  nlohmann::json out = nlohmann::json::array();
+  for (int h : halves) h % 2 ? out.push_back(h / 2.0) : out.push_back(h / 2);
+  return out;
+}
+
 // The index's description of the run (for people and trident-ckpt inspect).
 template <class M, class T, class S>
 nlohmann::json describe_run(Trainer<M, T, S>& t) {
@@ -42,7 +49,7 @@ nlohmann::json describe_run(Trainer<M, T, S>& t) {
             {"dp", o.mesh.dp},
             {"zero", o.zero.stage},
             {"virtual_stages", o.virtual_stages},
-            {"layer_split", layer_split(t.model(), o)},
+            {"layer_split", layers_json(layer_split(t.model(), o))},
             {"sequence_parallel", o.sequence_parallel},
             {"compute", dtype_name<T>()},
             {"stored", dtype_name<S>()}}},

@@ -35,19 +35,25 @@ struct RunFlags {
   cli::Option* virtual_stages = nullptr;  // given or not (default 1; zbv: 2)
 };
 
-// "auto" (empty: balanced by cost), or layers per virtual stage such as "3,2,2,1".
-inline std::vector<int> parse_pp_layers(const std::string& text) {
+// "auto" (empty: balanced by cost), or layers per virtual stage such as "3,2,2,1" or "2.5,1.5"
+// (a .5 puts the stage boundary between a layer's attention and MLP halves).
+inline std::vector<double> parse_pp_layers(const std::string& text) {
   if (text == "auto") return {};
-  std::vector<int> split;
+  std::vector<double> split;
   std::size_t at = 0;
   for (;;) {
     const std::size_t comma = std::min(text.find(',', at), text.size());
     const std::string item = text.substr(at, comma - at);
-    const bool digits = !item.empty() && item.size() < 9 &&
-                        item.find_first_not_of("0123456789") == std::string::npos;
+    const std::size_t dot = item.find('.');
+    const std::string whole = item.substr(0, dot);
+    const bool digits = !whole.empty() && whole.size() < 9 &&
+                        whole.find_first_not_of("0123456789") == std::string::npos &&
+                        (dot == std::string::npos || item.substr(dot) == ".5");
     require(digits,
-            "--pp-layers: expected auto or layers per stage such as 3,2,2,1, got '" + text + "'");
-    split.push_back(std::stoi(item));
+            "--pp-layers: expected auto or layers per stage such as 3,2,2,1 or 2.5,1.5, "
+            "got '" +
+                text + "'");
+    split.push_back(std::stoi(whole) + (dot == std::string::npos ? 0.0 : 0.5));
     if (comma == text.size()) return split;
     at = comma + 1;
   }
@@ -70,8 +76,9 @@ inline void add_mesh_options(cli::App& app, TrainOptions& o, RunFlags& f) {
                                     "model chunks per pipeline rank (interleaved; zbv: 2)")
                          ->capture_default_str();
   app.add_option("--pp-layers", f.pp_layers,
-                 "layers per (virtual) stage, e.g. 3,2,2,1 (the last may be 0: the head alone), or "
-                 "auto: each rank's cost balanced by the cost model")
+                 "layers per (virtual) stage, e.g. 3,2,2,1 (the last may be 0: the head alone; "
+                 "2.5,1.5: a boundary between a layer's attention and MLP halves), or auto: each "
+                 "rank's cost balanced by the cost model")
       ->capture_default_str();
   app.add_option("--recompute", f.recompute, "activation recomputation")
       ->check(cli::IsMember({"none", "full"}))

@@ -11,9 +11,10 @@
 //       backward(T* const* g, const T* dx, const Microbatch&)   (reads no parameters)
 //   template <class T> using Block = ...;      // Block(C, tp, rows); types Activations (with a
 //       Buffer<T> x: the input; drop_what_weight_gradients_do_not_need())
-//       and Gradients; activation_size(); forward(Activations&, T* out, const T* w);
-//       backward(const Activations&, T* dx, const T* dout, const T* w, T* g, Gradients&, part)
-//       (part input may also accumulate cheap gradients, e.g. the norms', into g)
+//       and Gradients; activation_size(); forward(Activations&, T* out, const T* w, halves);
+//       backward(const Activations&, T* dx, const T* dout, const T* w, T* g, Gradients&, part,
+//       halves) (part input may also accumulate cheap gradients, e.g. the norms', into g;
+//       halves, nn/block_halves.hpp: the stage's first or last layer may run one half only)
 //   template <class T> using Head = ...;       // Head(C, tp, rows); type Activations;
 //       double forward(Activations&, const T* x, const Microbatch&, const T* const* w, T scale);
 //       backward(Activations&, T* dx, const T* x, const Microbatch&, const T* const* w,
@@ -165,12 +166,12 @@ class DecoderStage {
       const T* w = in ? params_.use_backward(k, 1)[0] : nullptr;
       if (recompute_ == Recompute::full && in) {
         Buffer<T> out(MemoryKind::buffers, size);
-        block_.forward(st.blocks[l], out.data(), w);
+        block_.forward(st.blocks[l], out.data(), w, spec_.halves(l));
       }
       T* dx = !in ? nullptr : (l == 0 && !spec_.first()) ? dinput : dnext.data();
       typename Block::Gradients fused;
       block_.backward(st.blocks[l], dx, d.data(), w, params_.grads(k, 1)[0],
-                      part == nn::BackwardPart::both ? fused : st.grads[l], part);
+                      part == nn::BackwardPart::both ? fused : st.grads[l], part, spec_.halves(l));
       if (in) params_.release(k, 1);
       if (part == nn::BackwardPart::input) {
         st.blocks[l].drop_what_weight_gradients_do_not_need();
@@ -226,7 +227,7 @@ class DecoderStage {
       T* out = l + 1 < spec_.layers ? st.blocks[l + 1].x.data()
                : spec_.last()       ? st.head_input.data()
                                     : output;
-      block_.forward(st.blocks[l], out, params_.use(k, 1)[0]);
+      block_.forward(st.blocks[l], out, params_.use(k, 1)[0], spec_.halves(l));
       params_.release(k, 1), ++k;
       if (!keep)
         st.blocks[l] = typename Block::Activations{};

@@ -15,7 +15,9 @@
 //     std::vector<UnitSpec> units(const StageSpec& s, int tp) const;
 //     double initial_value(const ParamSpec& p, std::uint64_t index) const;  // pure: any mesh
 //     // (b) the pipeline split: layers to spread over the virtual stages, and the forward
-//     //     cost of one sequence per layer, embedding and head (--pp-layers auto).
+//     //     cost of one sequence per layer, embedding and head (--pp-layers auto); with the
+//     //     cost of a layer's first half, a stage boundary may also fall between a layer's
+//     //     halves (its Stage then runs the halves StageSpec::halves names).
 //     int layers() const;
 //     pp::StageCosts stage_costs() const;  // pp/balance.hpp
 //     // (c) the per-stage object: forward and backward of one microbatch (below).
@@ -63,17 +65,28 @@
 #include <type_traits>
 #include <vector>
 
+#include "../nn/block_halves.hpp"
 #include "../pp/balance.hpp"
 #include "../zero/params.hpp"
 
 namespace trident {
 
-// Virtual stage `index` of `count` (PP x virtual stages) and the layers it runs.
+// Virtual stage `index` of `count` (PP x virtual stages) and the layers it runs. A stage
+// boundary may fall between a layer's halves (nn/block_halves.hpp): then the first layer runs
+// only its second half (from_second_half) or the last only its first (to_first_half), and both
+// stages hold that layer's units (tied, train/ties.hpp).
 struct StageSpec {
   int index = 0, count = 1;
-  int first_layer = 0, layers = 0;                  // layers [first_layer, first_layer + layers)
+  int first_layer = 0, layers = 0;  // layers [first_layer, first_layer + layers), whole or half
+  bool from_second_half = false, to_first_half = false;
   bool first() const { return index == 0; }         // embeds the data
   bool last() const { return index == count - 1; }  // computes the loss
+  // The halves the stage runs of its l-th layer (0 <= l < layers).
+  nn::BlockHalves halves(int l) const {
+    if (l == 0 && from_second_half) return nn::BlockHalves::mlp;
+    if (l == layers - 1 && to_first_half) return nn::BlockHalves::attention;
+    return nn::BlockHalves::both;
+  }
 };
 
 // A model's architecture as named integers, e.g. {"layers": 4, "hidden": 64, ...}.

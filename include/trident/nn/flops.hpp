@@ -14,6 +14,12 @@ inline double gpt_layer_forward_flops(double s, double h, double sequences) {
   return 24 * sequences * s * h * h + 4 * sequences * s * s * h;
 }
 
+// Its attention half (nn/block_halves.hpp): QKV, attention and projection, 8 B s h^2 + 4 B s^2 h;
+// the MLP half is the rest, 16 B s h^2.
+inline double gpt_attention_half_forward_flops(double s, double h, double sequences) {
+  return 8 * sequences * s * h * h + 4 * sequences * s * s * h;
+}
+
 // The LM head's forward over a vocabulary of V: 2 B s h V.
 inline double lm_head_forward_flops(double s, double h, double V, double sequences) {
   return 2 * sequences * s * h * V;

@@ -27,9 +27,11 @@
 
 namespace trident::pp {
 
-// Cost of one sequence through a virtual stage's parts.
+// Cost of one sequence through a virtual stage's parts. first_half: the part of a layer's cost
+// in its first half (a decoder block's attention, nn/block_halves.hpp) when the model can put a
+// stage boundary between a layer's halves; 0 when its layers run whole.
 struct StageCosts {
-  double layer = 0, embedding = 0, head = 0;
+  double layer = 0, embedding = 0, head = 0, first_half = 0;
 };
 
 // Cost of virtual stage g (of `stages`) holding `layers` layers.
@@ -82,6 +84,71 @@ inline std::vector<int> balanced_layer_split(const StageCosts& c, int L, const C
     for (int k = 0; k < map.chunks; ++k) split[map.virtual_stage(k, r)] = count[r][k];
   }
   return split;
+}
+
+// Cost of the half layers [begin, end): half 2l is layer l's first half, 2l + 1 its second.
+inline double half_layers_cost(const StageCosts& c, int begin, int end) {
+  double sum = 0;
+  for (int h = begin; h < end; ++h) sum += h % 2 == 0 ? c.first_half : c.layer - c.first_half;
+  return sum;
+}
+
+// Cost of each virtual stage of a split into half layers (the embedding's and head's counted).
+inline std::vector<double> half_split_costs(const StageCosts& c, const std::vector<int>& halves) {
+  const int stages = static_cast<int>(halves.size());
+  std::vector<double> out;
+  for (int g = 0, begin = 0; g < stages; begin += halves[g], ++g)
+    out.push_back(virtual_stage_cost(c, g, stages, 0) +
+                  half_layers_cost(c, begin, begin + halves[g]));
+  return out;
+}
+
+// Half layers of each virtual stage (as balanced_layer_split's, placed by map): that split,
+// doubled; then, when the model can split a layer between its halves (c.first_half > 0), any
+// boundary between two virtual stages moved by half a layer while that makes the costliest
+// rank cheaper (or, as costly, the costliest virtual stage). On the bench model a boundary moves
+// into a block (its attention half 0.385 of its cost): 2 stages 2.5 + 1.5 layers (2.38 and
+// 2.85 layers' cost, not 3 and 2.23); ZB-V 1.5, 1, 1.5, 0 (both ranks 2.62).
+inline std::vector<int> balanced_half_split(const StageCosts& c, int L, const ChunkMap& map) {
+  std::vector<int> halves = balanced_layer_split(c, L, map);
+  for (int& n : halves) n *= 2;
+  if (c.first_half <= 0) return halves;
+  const int stages = static_cast<int>(halves.size());
+  struct Score {
+    double rank = 0, stage = 0;  // the costliest rank's and virtual stage's
+  };
+  auto score = [&](const std::vector<int>& split) {
+    Score out;
+    std::vector<double> rank(map.stages, 0);
+    const std::vector<double> cost = half_split_costs(c, split);
+    for (int g = 0; g < stages; ++g)
+      rank[map.rank(g)] += cost[g], out.stage = std::max(out.stage, cost[g]);
+    out.rank = *std::max_element(rank.begin(), rank.end());
+    return out;
+  };
+  const double eps = 1e-9 * (L * c.layer + c.embedding + c.head);  // below any real difference
+  auto better = [&](const Score& a, const Score& b) {
+    return a.rank < b.rank - eps || (a.rank < b.rank + eps && a.stage < b.stage - eps);
+  };
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (int g = 0; g + 1 < stages; ++g)
+      for (int step : {-1, 1}) {
+        std::vector<int> t = halves;
+        t[g] += step, t[g + 1] -= step;
+        if (t[g] < 1 || t[g + 1] < (g + 1 == stages - 1 ? 0 : 1)) continue;
+        if (better(score(t), score(halves))) halves = t, moved = true;
+      }
+  }
+  return halves;
+}
+
+// A split of half layers as layers, joined by sep: {5, 3} -> "2.5+1.5".
+inline std::string half_split_text(const std::vector<int>& halves, const std::string& sep = "+") {
+  std::string out;
+  for (std::size_t g = 0; g < halves.size(); ++g)
+    out += (g ? sep : "") + std::to_string(halves[g] / 2) + (halves[g] % 2 ? ".5" : "");
+  return out;
 }
 
 // Plain pipeline stages (one chunk per rank).

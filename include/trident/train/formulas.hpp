@@ -63,7 +63,8 @@ double chunk_tp_bytes(Trainer<M, T, S>& t, int c) {
   // an all-reduce counts its buffer once; its SP replacement, all-gather + reduce-scatter,
   // counts it twice (the same traffic in the paper's units: 2 b s h either way)
   const double op = (sp ? 2 : 1) * activation_bytes(t);
-  double per_mb = s.layers * plan::tp_all_reduces_per_layer(o.recompute) * op;
+  const int halves = 2 * s.layers - s.from_second_half - s.to_first_half;  // half of each in each
+  double per_mb = halves * plan::tp_all_reduces_per_layer(o.recompute) * op / 2;
   if (s.first()) per_mb += op;
   if (s.last()) per_mb += op + 3 * rows;
   double bytes = o.microbatches * per_mb;
@@ -132,8 +133,10 @@ double chunk_dp_bytes(Trainer<M, T, S>& t, int c) {
 //    3: reduce-scatter, and each unit gathered as often as the stage reads it (UnitLayout's
 //    forward_reads, backward_reads: the embedding's backward needs no parameters; a tied unit
 //    read by the embedding and the head of one stage is gathered twice).
-//  emb: each tied parameter's gradient whose copies are on two ranks (the part this rank
-//    holds), once per step.
+//  emb: each tied parameter's gradient whose copies are on the first and the last pipeline rank
+//    (the part this rank holds), once per step; a layer split between neighbouring ranks sends
+//    its copy's over PP instead (train/trainer.hpp, sum_tied_gradients).
+//  A stage boundary inside a layer: each half has half the layer's TP calls.
 template <class M, class T, class S>
 Traffic traffic_formula(Trainer<M, T, S>& t) {
   Traffic f;
@@ -143,10 +146,12 @@ Traffic traffic_formula(Trainer<M, T, S>& t) {
     f.dp += traffic_detail::chunk_dp_bytes(t, c);
   }
   for (const LocalTie& tie : t.ties())
-    if (!tie.on_this_rank() && (tie.chunk >= 0 || tie.other_chunk >= 0)) {
+    if (tie.peer >= 0) {
       const bool first = tie.chunk >= 0;
       UnitStore<T, S>& st = t.chunk(first ? tie.chunk : tie.other_chunk).store();
-      f.emb += double(st.reduced_grads(first ? tie.unit : tie.other_unit).size()) * sizeof(S);
+      const double b =
+          double(st.reduced_grads(first ? tie.unit : tie.other_unit).size()) * sizeof(S);
+      (tie.over_embedding_group ? f.emb : f.pp) += b;
     }
   return f;
 }

@@ -26,9 +26,11 @@ struct TrainOptions {
   MeshShape mesh;
   bool sequence_parallel = false;
   pp::ScheduleKind schedule = pp::ScheduleKind::one_f_one_b;
-  int microbatches = 1;        // per DP replica per step
-  int virtual_stages = 1;      // model chunks per pipeline rank (interleaved; zbv: 2)
-  std::vector<int> pp_layers;  // layers per virtual stage; empty = balanced by cost (auto)
+  int microbatches = 1;    // per DP replica per step
+  int virtual_stages = 1;  // model chunks per pipeline rank (interleaved; zbv: 2)
+  // layers per virtual stage, whole or ending in .5 (a stage boundary between a layer's
+  // attention and MLP halves, nn/block_halves.hpp); empty = balanced by cost (auto)
+  std::vector<double> pp_layers;
   Recompute recompute = Recompute::none;  // none or full (per block); not selective
   ZeroPolicy zero;
   int batch = 8;  // sequences in the global batch
@@ -45,33 +47,50 @@ struct TrainOptions {
   int rows_per_microbatch() const { return batch / (mesh.dp * microbatches); }
 };
 
-// Layers of each virtual stage: the explicit split, or (`--pp-layers auto`) the one that balances
-// the pipeline ranks' cost (each the sum of its chunks'), then each rank's chunks', the
-// embedding and the LM head counted (pp/balance.hpp). The last virtual stage may hold 0 layers
-// (the head alone).
+// Half layers of each virtual stage (half 2l is layer l's attention half, 2l + 1 its MLP half;
+// model/model.hpp, StageSpec): the explicit split, or (`--pp-layers auto`) the one that
+// balances the pipeline ranks' cost (each the sum of its chunks'), then each rank's chunks', the
+// embedding and the LM head counted, with a stage boundary inside a layer where the model allows
+// it and that is cheaper (pp/balance.hpp). The last virtual stage may hold 0 layers (the head
+// alone).
 template <class M>
 std::vector<int> layer_split(const M& model, const TrainOptions& o) {
   const int stages = o.virtual_stage_count(), L = model.layers();
+  const pp::StageCosts costs = model.stage_costs();
   auto s = [](long long v) { return std::to_string(v); };
+  auto layer_count_text = [](double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", v);
+    return std::string(text);
+  };
   if (!o.pp_layers.empty()) {
     require(static_cast<int>(o.pp_layers.size()) == stages,
             "--pp-layers lists " + s(o.pp_layers.size()) + " stages, but the pipeline has " +
                 s(stages) + " (PP x virtual stages)");
-    const int total = std::accumulate(o.pp_layers.begin(), o.pp_layers.end(), 0);
+    std::vector<int> halves;
+    for (double layers : o.pp_layers) {
+      require(
+          std::isfinite(layers) && layers >= 0 && layers * 2 == std::round(layers * 2),
+          "--pp-layers: " + layer_count_text(layers) + " is not a whole or half number of layers");
+      halves.push_back(static_cast<int>(std::lround(layers * 2)));
+      require(halves.back() % 2 == 0 || costs.first_half > 0,
+              "--pp-layers: " + layer_count_text(layers) +
+                  " puts a stage boundary inside a layer, but this model's layers run whole");
+    }
+    const int total = std::accumulate(halves.begin(), halves.end(), 0);
     for (int g = 0; g + 1 < stages; ++g)
-      require(o.pp_layers[g] >= 1,
-              "--pp-layers: every stage needs at least 1 layer but the last, which may run the "
-              "head alone (0)");
-    require(o.pp_layers.back() >= 0, "--pp-layers: the last stage's layers must be 0 or more");
-    require(total == L,
-            "--pp-layers adds up to " + s(total) + " layers, but the model has " + s(L));
-    return o.pp_layers;
+      require(halves[g] >= 1,
+              "--pp-layers: every stage needs at least half a layer but the last, which may run "
+              "the head alone (0)");
+    require(total == 2 * L, "--pp-layers adds up to " + layer_count_text(total / 2.0) +
+                                " layers, but the model has " + s(L));
+    return halves;
   }
   require(stages <= L,
           "PP=" + s(o.mesh.pp) +
               (o.virtual_stages > 1 ? " x " + s(o.virtual_stages) + " virtual stages" : "") +
               " needs at least " + s(stages) + " layers, but the model has " + s(L));
-  return pp::balanced_layer_split(model.stage_costs(), L, o.chunk_map());
+  return pp::balanced_half_split(costs, L, o.chunk_map());
 }
 
 template <class M>

@@ -105,10 +105,11 @@ void print_stage_balance(const RunReport& r, const M& model, const TrainOptions&
   std::vector<double> predicted(p, 0), measured(p, 0);
   std::vector<std::string> layers(p);
   const pp::ChunkMap map = o.chunk_map();
+  const std::vector<double> cost = pp::half_split_costs(costs, split);
   for (int g = 0; g < stages; ++g) {
     const int s = map.rank(g);
-    predicted[s] += pp::virtual_stage_cost(costs, g, stages, split[g]);
-    layers[s] += (layers[s].empty() ? "" : "+") + std::to_string(split[g]);
+    predicted[s] += cost[g];
+    layers[s] += (layers[s].empty() ? "" : "+") + pp::half_split_text({split[g]});
   }
   for (const RankFigures& f : r.ranks) measured[int(f.pp)] += f.compute / (o.mesh.tp * o.mesh.dp);
   double cost_sum = 0, busy_sum = 0;

@@ -3,11 +3,11 @@
 //
 // Both copies of a tie must be the same tensor: the same parameters, shapes and placements
 // (else one Error naming both, the same on every rank: each rank checks every tie from the
-// model's declarations, not from what it holds). The trainer sums the copies' gradients where
-// they live — here when both virtual stages are on this rank (PP = 1 with virtual stages),
-// else over the embedding group (mesh/mesh.hpp), which joins the first and last pipeline
-// ranks; a tie between other ranks is refused. The first copy is the one counted (gradient
-// norm, checkpoint, collect).
+// model's declarations, not from what it holds). A layer whose halves lie on two virtual stages
+// (a stage boundary inside it, nn/block_halves.hpp) is tied too: each copy takes its half's
+// gradients, the sum is the layer's. The trainer sums the copies' gradients where they live —
+// here when both virtual stages are on this rank, else between the two pipeline ranks. The
+// first copy is the one counted (gradient norm, checkpoint, collect).
 #pragma once
 
 #include <string>
@@ -17,10 +17,13 @@
 
 namespace trident {
 
-// Virtual stage g of a run whose virtual stages hold `split` layers.
+// Virtual stage g of a run whose virtual stages hold `split` half layers (train/options.hpp,
+// layer_split): half 2l is layer l's first half (attention), 2l + 1 its second (the MLP).
 inline StageSpec stage_spec(const std::vector<int>& split, int g) {
-  return {g, static_cast<int>(split.size()), std::accumulate(split.begin(), split.begin() + g, 0),
-          split[g]};
+  const int begin = std::accumulate(split.begin(), split.begin() + g, 0), end = begin + split[g];
+  StageSpec s{g, static_cast<int>(split.size()), begin / 2, (end + 1) / 2 - begin / 2};
+  s.from_second_half = begin % 2 == 1, s.to_first_half = end % 2 == 1;
+  return s;
 }
 
 // A tie as this rank sees it: for each copy, this rank's chunk holding it and its unit there
@@ -28,6 +31,10 @@ inline StageSpec stage_spec(const std::vector<int>& split, int g) {
 struct LocalTie {
   Tie tie;
   int chunk = -1, unit = -1, other_chunk = -1, other_unit = -1;
+  int peer = -1;  // the pipeline rank holding the other copy, when one copy is here alone
+  // this rank and peer are the first and the last pipeline rank: the sum runs over their
+  // embedding group (mesh/mesh.hpp); else over the pipeline group
+  bool over_embedding_group = false;
   bool on_this_rank() const { return chunk >= 0 && other_chunk >= 0; }
 };
 
@@ -57,15 +64,28 @@ UnitSpec tied_unit(const M& model, const std::vector<int>& split, int stage,
 }
 }  // namespace detail
 
+// The model's ties, and those of each layer split between two virtual stages: its units, as a
+// middle stage running that layer alone holds them, on both stages.
+template <class M>
+std::vector<Tie> all_ties(const M& model, const std::vector<int>& split, int tp) {
+  const int stages = static_cast<int>(split.size());
+  std::vector<Tie> out = model.ties(stages);
+  for (int g = 0; g + 1 < stages; ++g) {
+    const StageSpec s = stage_spec(split, g);
+    if (!s.to_first_half) continue;
+    for (const UnitSpec& u : model.units(StageSpec{1, 3, s.first_layer + s.layers - 1, 1}, tp))
+      out.push_back(tie(u.name, g, g + 1));
+  }
+  return out;
+}
+
 // Checks every tie of the model; returns them located on the rank of pipeline stage `stage`,
 // whose chunks hold the virtual stages `map` gives (pp/placement.hpp).
 template <class M>
 std::vector<LocalTie> locate_ties(const M& model, const std::vector<int>& split, int tp,
                                   const pp::ChunkMap& map, int stage) {
-  const int p = map.stages;
   std::vector<LocalTie> out;
-  const int stages = static_cast<int>(split.size());
-  for (const Tie& t : model.ties(stages)) {
+  for (const Tie& t : all_ties(model, split, tp)) {
     const UnitSpec a = detail::tied_unit(model, split, t.stage, t.unit, tp),
                    b = detail::tied_unit(model, split, t.other_stage, t.other_unit, tp);
     bool same = a.params.size() == b.params.size();
@@ -78,12 +98,6 @@ std::vector<LocalTie> locate_ties(const M& model, const std::vector<int>& split,
                              detail::unit_text(b) + ")";
     require(same, "cannot tie " + both + ": their shapes or placements differ");
     if (t.stage == t.other_stage) continue;  // one copy: the model declares it once
-    const int ra = map.rank(t.stage), rb = map.rank(t.other_stage);
-    require(ra == rb || (std::min(ra, rb) == 0 && std::max(ra, rb) == p - 1),
-            "cannot tie " + both +
-                ": tied copies must be on one pipeline rank or on the first "
-                "and the last (ranks " +
-                std::to_string(ra) + " and " + std::to_string(rb) + ")");
     LocalTie l{t};
     auto locate = [&](int g, const std::string& name, int& chunk, int& unit) {
       if (map.rank(g) != stage) return;
@@ -94,6 +108,10 @@ std::vector<LocalTie> locate_ties(const M& model, const std::vector<int>& split,
     };
     locate(t.stage, t.unit, l.chunk, l.unit);
     locate(t.other_stage, t.other_unit, l.other_chunk, l.other_unit);
+    if (l.chunk >= 0 && l.other_chunk < 0) l.peer = map.rank(t.other_stage);
+    if (l.chunk < 0 && l.other_chunk >= 0) l.peer = map.rank(t.stage);
+    l.over_embedding_group =
+        l.peer >= 0 && std::min(stage, l.peer) == 0 && std::max(stage, l.peer) == map.stages - 1;
     out.push_back(l);
   }
   return out;

@@ -114,8 +114,9 @@ class Trainer {
   StepResult step(bool apply);
   void optimizer(StepResult& r);
 
-  // Step 3 of the data path: the sums over TP (sequence parallelism) and of the tied word
-  // embedding's two copies, on whatever part of the reduced gradient this rank holds.
+  // Step 3 of the data path: the sums over TP (sequence parallelism) and of tied copies (the
+  // word embedding's, a layer split between stages), on whatever part of the reduced gradient
+  // this rank holds.
   void sync_replicated_gradients() {
     for (auto& c : chunks_) {
       UnitStore<T, S>& st = c->store();
@@ -130,20 +131,35 @@ class Trainer {
     sum_tied_gradients();
   }
   // The copies of each tied parameter are summed wherever they live (train/ties.hpp): here
-  // when both are on this rank, else over the embedding group (first and last pipeline rank).
+  // when both are on this rank; over the embedding group (Megatron's, mesh/mesh.hpp) when they
+  // are on the first and the last pipeline rank; else with the pipeline rank holding the other
+  // (a layer split between neighbours), both sides adding first copy + second copy. Either way
+  // the two copies stay bitwise equal.
   void sum_tied_gradients() {
+    constexpr int kTieTag = 32000;  // above the pipeline executor's tags (pp/executor.hpp)
     for (const LocalTie& t : ties_) {
       if (t.on_this_rank()) {  // one sum, the same in both copies
         const Span<S> a = chunks_[t.chunk]->store().reduced_grads(t.unit),
                       b = chunks_[t.other_chunk]->store().reduced_grads(t.other_unit);
         for (std::size_t k = 0; k < a.size(); ++k)
           b[k] = a[k] = convert_to<S>(to_float(a[k]) + to_float(b[k]));
-      } else if (t.chunk >= 0 || t.other_chunk >= 0) {
-        const bool first = t.chunk >= 0;
-        mesh_.embedding().all_reduce(
-            chunks_[first ? t.chunk : t.other_chunk]->store().reduced_grads(first ? t.unit
-                                                                                  : t.other_unit));
+        continue;
       }
+      if (t.peer < 0) continue;  // neither copy here
+      const bool first = t.chunk >= 0;
+      const Span<S> mine = chunks_[first ? t.chunk : t.other_chunk]->store().reduced_grads(
+          first ? t.unit : t.other_unit);
+      if (t.over_embedding_group) {
+        mesh_.embedding().all_reduce(mine);
+        continue;
+      }
+      std::vector<S> theirs(mine.size());
+      Request r = mesh_.pp().irecv(Span<S>(theirs), t.peer, kTieTag);
+      mesh_.pp().send(Span<const S>(mine.data(), mine.size()), t.peer, kTieTag);
+      r.wait();
+      for (std::size_t k = 0; k < mine.size(); ++k)
+        mine[k] = first ? convert_to<S>(to_float(mine[k]) + to_float(theirs[k]))
+                        : convert_to<S>(to_float(theirs[k]) + to_float(mine[k]));
     }
   }
   template <class F>

@@ -22,6 +22,7 @@
 #include "../../backend/kernels/layernorm.hpp"
 #include "../../backend/kernels/linear.hpp"
 #include "../../nn/backward_part.hpp"
+#include "../../nn/block_halves.hpp"
 #include "../../tp/backend_group.hpp"
 #include "params.hpp"
 
@@ -78,7 +79,10 @@ class BackendBlock {
   std::size_t activation_size() const { return std::size_t(rows()) * C_; }
 
   // a.x holds the input; fills a; writes the block's output to out (N, C). w: the unit's params.
-  void forward(Activations& a, T* out, const T* w) const {
+  // halves must be both: this block runs whole (its model's stage_costs says so to the split).
+  void forward(Activations& a, T* out, const T* w,
+               nn::BlockHalves halves = nn::BlockHalves::both) const {
+    require(halves == nn::BlockHalves::both, kWhole);
     namespace k = backend::kernels;
     const int N = rows(), C = C_, Cl = Cl_;
     const std::size_t NC = std::size_t(N) * C, NCl = std::size_t(N) * Cl;
@@ -111,7 +115,8 @@ class BackendBlock {
   // dout: (N, C) gradient of the output; dx: (N, C) gradient of the input (overwritten).
   // g: the unit's gradients (accumulate). part must be both (fused).
   void backward(const Activations& a, T* dx, const T* dout, const T* w, T* g, Gradients&,
-                nn::BackwardPart part) const {
+                nn::BackwardPart part, nn::BlockHalves halves = nn::BlockHalves::both) const {
+    require(halves == nn::BlockHalves::both, kWhole);
     require(part == nn::BackwardPart::both,
             "the backend GPT-2 block runs the fused backward only (no zero-bubble schedule)");
     backward(a, dx, dout, w, g);
@@ -151,6 +156,8 @@ class BackendBlock {
   }
 
  private:
+  static constexpr const char* kWhole =
+      "the backend GPT-2 block runs whole: no pipeline stage boundary inside it";
   // A row-parallel product: y (N, C) = g(x_r W_r) + b, x_r: (N, in) this rank's input features.
   void row_parallel_forward(T* y, const T* x, const T* w, const T* b, int in) const {
     const int N = rows();

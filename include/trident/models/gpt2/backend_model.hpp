@@ -41,6 +41,13 @@ class BackendModel : public Model {
   template <class T>
   using Head = BackendHead<T, B>;
 
+  // gpt2::Model's costs, but its blocks run whole (no stage boundary between their halves).
+  pp::StageCosts stage_costs() const {
+    pp::StageCosts c = Model::stage_costs();
+    c.first_half = 0;
+    return c;
+  }
+
   void validate(const ModelRun& run) const {
     Model::validate(run);
     require(!run.sequence_parallel, "the " + std::string(B::kName) +

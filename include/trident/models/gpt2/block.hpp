@@ -4,6 +4,7 @@
 //   x2  = x  + RowParallel(Attention(ColumnParallel(LN1(x))))      attention half
 //   out = x2 + RowParallel(GELU(ColumnParallel(LN2(x2))))          MLP half
 //
+// Either half may run alone (nn/block_halves.hpp: a pipeline stage boundary between them).
 // QKV and FC are column-parallel, the projections row-parallel (Megatron-LM §3): one TP
 // all-reduce per half in forward and one in backward; with sequence parallelism an all-gather
 // and a reduce-scatter instead, and x, x2 are this rank's sequence shard.
@@ -16,6 +17,7 @@
 
 #include "../../core/memory.hpp"
 #include "../../nn/attention.hpp"
+#include "../../nn/block_halves.hpp"
 #include "../../nn/gelu.hpp"
 #include "../../nn/layernorm.hpp"
 #include "../../nn/residual.hpp"
@@ -89,16 +91,24 @@ class Block {
   std::size_t activation_size() const { return std::size_t(local_rows()) * C_; }
 
   // a.x holds the input; fills a; writes the block's output to out (n, C). w: the unit's params.
-  void forward(BlockActivations<T>& a, T* out, const T* w) const {
+  // halves (nn/block_halves.hpp): attention only writes x2 to out; mlp only takes x2 in a.x.
+  void forward(BlockActivations<T>& a, T* out, const T* w,
+               nn::BlockHalves halves = nn::BlockHalves::both) const {
     const int N = rows(), n = local_rows();
+    const bool attention = nn::runs_attention(halves), mlp = nn::runs_mlp(halves);
     // every kernel below overwrites its whole output: no need to zero it first
     auto act = [&](Buffer<T>& b, std::size_t size) {
       b.allocate(MemoryKind::activations, size, Fill::none);
     };
-    act(a.ln1_mean, n), act(a.ln1_rstd, n), act(a.ln1, N * C_), act(a.qkv, N * 3 * Cl_);
-    act(a.probs, std::size_t(B_) * Hl_ * seq_ * seq_), act(a.att, N * Cl_), act(a.x2, n * C_);
-    act(a.ln2_mean, n), act(a.ln2_rstd, n), act(a.ln2, N * C_), act(a.fc, N * 4 * Cl_);
-    act(a.act, N * 4 * Cl_);
+    if (attention) {
+      act(a.ln1_mean, n), act(a.ln1_rstd, n), act(a.ln1, N * C_), act(a.qkv, N * 3 * Cl_);
+      act(a.probs, std::size_t(B_) * Hl_ * seq_ * seq_), act(a.att, N * Cl_);
+    }
+    if (mlp) {
+      if (attention) act(a.x2, n * C_);
+      act(a.ln2_mean, n), act(a.ln2_rstd, n), act(a.ln2, N * C_), act(a.fc, N * 4 * Cl_);
+      act(a.act, N * 4 * Cl_);
+    }
     const bool sp = tp_.sequence_parallel;
     Buffer<T> ln_local(MemoryKind::buffers, sp ? n * C_ : 0, Fill::none);
     // the projections' output; without SP their partial sums are reduced in place
@@ -107,22 +117,30 @@ class Block {
     T* partial = sp ? y_partial.data() : y.data();
     T* ln_out1 = sp ? ln_local.data() : a.ln1.data();
     T* ln_out2 = sp ? ln_local.data() : a.ln2.data();
+    const T* x2 = attention ? a.x2.data() : a.x.data();
 
-    // attention half
-    nn::layernorm_forward(ln_out1, a.ln1_mean.data(), a.ln1_rstd.data(), a.x.data(),
-                          w + offset_[kLn1W], w + offset_[kLn1B], n, C_);
-    qkv_.forward(tp_, a.qkv.data(), ln_out1, a.ln1.data(), w + offset_[kQkvW], w + offset_[kQkvB],
-                 N);
-    nn::attention_forward(a.att.data(), a.probs.data(), a.qkv.data(), B_, seq_, Hl_, D_);
-    proj_.forward(tp_, y.data(), partial, a.att.data(), w + offset_[kAttnProjW], nullptr, N);
-    // x2 = x + (y + proj bias) and LN2(x2) in one pass (nn/residual.hpp); then the MLP half
-    nn::residual_layernorm_forward(a.x2.data(), ln_out2, a.ln2_mean.data(), a.ln2_rstd.data(),
-                                   a.x.data(), y.data(), w + offset_[kAttnProjB],
-                                   w + offset_[kLn2W], w + offset_[kLn2B], n, C_);
+    if (attention) {
+      nn::layernorm_forward(ln_out1, a.ln1_mean.data(), a.ln1_rstd.data(), a.x.data(),
+                            w + offset_[kLn1W], w + offset_[kLn1B], n, C_);
+      qkv_.forward(tp_, a.qkv.data(), ln_out1, a.ln1.data(), w + offset_[kQkvW], w + offset_[kQkvB],
+                   N);
+      nn::attention_forward(a.att.data(), a.probs.data(), a.qkv.data(), B_, seq_, Hl_, D_);
+      proj_.forward(tp_, y.data(), partial, a.att.data(), w + offset_[kAttnProjW], nullptr, N);
+    }
+    if (attention && mlp)  // x2 = x + (y + proj bias) and LN2(x2) in one pass (nn/residual.hpp)
+      nn::residual_layernorm_forward(a.x2.data(), ln_out2, a.ln2_mean.data(), a.ln2_rstd.data(),
+                                     a.x.data(), y.data(), w + offset_[kAttnProjB],
+                                     w + offset_[kLn2W], w + offset_[kLn2B], n, C_);
+    else if (attention)  // the stage ends here: x2 is its output
+      nn::residual_forward(out, a.x.data(), y.data(), w + offset_[kAttnProjB], n, C_);
+    else
+      nn::layernorm_forward(ln_out2, a.ln2_mean.data(), a.ln2_rstd.data(), x2, w + offset_[kLn2W],
+                            w + offset_[kLn2B], n, C_);
+    if (!mlp) return;
     fc_.forward(tp_, a.fc.data(), ln_out2, a.ln2.data(), w + offset_[kFcW], w + offset_[kFcB], N);
     nn::gelu_forward(a.act.data(), a.fc.data(), a.fc.size());
     mlp_proj_.forward(tp_, y.data(), partial, a.act.data(), w + offset_[kMlpProjW], nullptr, N);
-    nn::residual_forward(out, a.x2.data(), y.data(), w + offset_[kMlpProjB], n, C_);
+    nn::residual_forward(out, x2, y.data(), w + offset_[kMlpProjB], n, C_);
   }
 
   // dout: (n, C) gradient of the output; dx: (n, C) gradient of the input (overwritten).
@@ -134,17 +152,22 @@ class Block {
 
   // One half, or both, of the backward (nn/backward_part.hpp). input: writes dx, accumulates the
   // LayerNorms' gradients into g and fills d; weight: accumulates the linear layers' gradients
-  // into g from a and d (dx, dout, w unused).
+  // into g from a and d (dx, dout, w unused). halves as in forward: attention only takes x2's
+  // gradient as dout, mlp only writes x2's as dx.
   void backward(const BlockActivations<T>& a, T* dx, const T* dout, const T* w, T* g,
-                BlockGradients<T>& d, nn::BackwardPart part) const {
+                BlockGradients<T>& d, nn::BackwardPart part,
+                nn::BlockHalves halves = nn::BlockHalves::both) const {
     const int N = rows(), n = local_rows();
     const bool sp = tp_.sequence_parallel, in = nn::computes_input(part);
     const bool fused = part == nn::BackwardPart::both;
+    const bool attention = nn::runs_attention(halves), mlp = nn::runs_mlp(halves);
     if (in) {  // kept until W (activations) when W runs later, scratch when fused
       const MemoryKind kind = fused ? MemoryKind::buffers : MemoryKind::activations;
       auto keep = [&](Buffer<T>& b, std::size_t size) { b.allocate(kind, size, Fill::none); };
-      keep(d.dy_mlp, sp ? N * C_ : 0), keep(d.dy_attn, sp && !fused ? N * C_ : 0);
-      keep(d.d_fc, N * 4 * Cl_), keep(d.dx2, n * C_), keep(d.d_qkv, N * 3 * Cl_);
+      keep(d.dy_mlp, sp && (mlp || fused) ? N * C_ : 0);
+      keep(d.dy_attn, sp && !fused && attention ? N * C_ : 0);
+      keep(d.d_fc, mlp ? N * 4 * Cl_ : 0), keep(d.dx2, mlp && attention ? n * C_ : 0);
+      keep(d.d_qkv, attention ? N * 3 * Cl_ : 0);
       if (part == nn::BackwardPart::input)
         keep(d.dout, n * C_), std::copy_n(dout, n * C_, d.dout.data());
     }
@@ -152,26 +175,29 @@ class Block {
     // fused: the attention half reuses the MLP half's gathered dy, done with by then
     T* dy_attn = fused ? d.dy_mlp.data() : d.dy_attn.data();
     // all overwritten before they are read
-    Buffer<T> d_att(MemoryKind::buffers, in ? N * Cl_ : 0, Fill::none),
+    Buffer<T> d_att(MemoryKind::buffers, in && attention ? N * Cl_ : 0, Fill::none),
         dln_full(MemoryKind::buffers, in && sp ? N * C_ : 0, Fill::none),
         dln(MemoryKind::buffers, in ? n * C_ : 0, Fill::none);  // LN2's, then LN1's dy
     auto W = [&](int k) { return w ? w + offset_[k] : nullptr; };
     auto G = [&](int k) { return g ? g + offset_[k] : nullptr; };
 
-    // MLP half: out = x2 + proj(gelu(fc(ln2(x2))))
-    mlp_proj_.backward(tp_, d.d_fc.data(), G(kMlpProjW), G(kMlpProjB), dy, d.dy_mlp.data(),
-                       a.act.data(), W(kMlpProjW), N, part);
-    if (in) nn::gelu_backward(d.d_fc.data(), d.d_fc.data(), a.fc.data(), d.d_fc.size());
-    fc_.backward(tp_, dln.data(), sp ? dln_full.data() : dln.data(), G(kFcW), G(kFcB),
-                 d.d_fc.data(), a.ln2.data(), W(kFcW), N, part);
-    if (in)  // the LayerNorms' both halves in B (W has nothing left of them to do), and the
-             // residual's gradient: dx2 = dy + LN2's input gradient, in one pass
-      nn::layernorm_backward(d.dx2.data(), G(kLn2W), G(kLn2B), dln.data(), a.x2.data(), W(kLn2W),
-                             a.ln2_mean.data(), a.ln2_rstd.data(), n, C_, nn::BackwardPart::both,
-                             dy);
+    if (mlp) {  // MLP half: out = x2 + proj(gelu(fc(ln2(x2))))
+      mlp_proj_.backward(tp_, d.d_fc.data(), G(kMlpProjW), G(kMlpProjB), dy, d.dy_mlp.data(),
+                         a.act.data(), W(kMlpProjW), N, part);
+      if (in) nn::gelu_backward(d.d_fc.data(), d.d_fc.data(), a.fc.data(), d.d_fc.size());
+      fc_.backward(tp_, dln.data(), sp ? dln_full.data() : dln.data(), G(kFcW), G(kFcB),
+                   d.d_fc.data(), a.ln2.data(), W(kFcW), N, part);
+      if (in)  // the LayerNorms' both halves in B (W has nothing left of them to do), and the
+               // residual's gradient: dx2 = dy + LN2's input gradient, in one pass
+        nn::layernorm_backward(attention ? d.dx2.data() : dx, G(kLn2W), G(kLn2B), dln.data(),
+                               attention ? a.x2.data() : a.x.data(), W(kLn2W), a.ln2_mean.data(),
+                               a.ln2_rstd.data(), n, C_, nn::BackwardPart::both, dy);
+    }
+    if (!attention) return;
     // attention half: x2 = x + proj(attention(qkv(ln1(x))))
-    proj_.backward(tp_, d_att.data(), G(kAttnProjW), G(kAttnProjB), d.dx2.data(), dy_attn,
-                   a.att.data(), W(kAttnProjW), N, part);
+    const T* dx2 = mlp ? d.dx2.data() : dy;
+    proj_.backward(tp_, d_att.data(), G(kAttnProjW), G(kAttnProjB), dx2, dy_attn, a.att.data(),
+                   W(kAttnProjW), N, part);
     if (in)
       nn::attention_backward(d.d_qkv.data(), d_att.data(), a.qkv.data(), a.probs.data(), B_, seq_,
                              Hl_, D_);
@@ -180,7 +206,7 @@ class Block {
     if (in)  // dx = dx2 + LN1's input gradient
       nn::layernorm_backward(dx, G(kLn1W), G(kLn1B), dln.data(), a.x.data(), W(kLn1W),
                              a.ln1_mean.data(), a.ln1_rstd.data(), n, C_, nn::BackwardPart::both,
-                             d.dx2.data());
+                             dx2);
   }
 
  private:

@@ -26,7 +26,8 @@ class Model : public DecoderModel<Model, Config, Embedding, Block, Head> {
   std::vector<Tie> ties(int virtual_stages) const { return {tie("wte", 0, virtual_stages - 1)}; }
   pp::StageCosts stage_costs() const {
     return {nn::gpt_layer_forward_flops(c_.seq, c_.hidden, 1), 0.0,
-            nn::lm_head_forward_flops(c_.seq, c_.hidden, c_.vocab, 1)};
+            nn::lm_head_forward_flops(c_.seq, c_.hidden, c_.vocab, 1),
+            nn::gpt_attention_half_forward_flops(c_.seq, c_.hidden, 1)};
   }
 
   void validate(const ModelRun& run) const {

@@ -4,6 +4,7 @@
 //   x2  = x  + RowParallel(Attention(RoPE(QKV(RMSNorm1(x)))))     grouped-query attention half
 //   out = x2 + RowParallel(SwiGLU(ColumnParallel(RMSNorm2(x2))))   SwiGLU MLP half
 //
+// Either half may run alone (nn/block_halves.hpp: a pipeline stage boundary between them).
 // QKV and gate/up are column-parallel, o and down row-parallel (Megatron-LM §3): one TP
 // all-reduce per half in forward and one in backward; with sequence parallelism an all-gather
 // and a reduce-scatter instead, and x, x2 are this rank's sequence shard. No biases.
@@ -16,6 +17,7 @@
 
 #include "../../core/memory.hpp"
 #include "../../nn/attention.hpp"
+#include "../../nn/block_halves.hpp"
 #include "../../nn/residual.hpp"
 #include "../../nn/rmsnorm.hpp"
 #include "../../nn/rope.hpp"
@@ -89,14 +91,22 @@ class Block {
   std::size_t activation_size() const { return std::size_t(local_rows()) * C_; }
 
   // a.x holds the input; fills a; writes the block's output to out (n, C). w: the unit's params.
-  void forward(BlockActivations<T>& a, T* out, const T* w) const {
+  // halves (nn/block_halves.hpp): attention only writes x2 to out; mlp only takes x2 in a.x.
+  void forward(BlockActivations<T>& a, T* out, const T* w,
+               nn::BlockHalves halves = nn::BlockHalves::both) const {
     const std::size_t N = rows(), n = local_rows(), Wd = qkv_.width();
+    const bool attention = nn::runs_attention(halves), mlp = nn::runs_mlp(halves);
     auto act = [&](Buffer<T>& b, std::size_t size) {  // overwritten below: not zeroed
       b.allocate(MemoryKind::activations, size, Fill::none);
     };
-    act(a.rstd1, n), act(a.norm1, N * C_), act(a.qkv, N * Wd);
-    act(a.probs, std::size_t(B_) * Hl_ * seq_ * seq_), act(a.att, N * Hl_ * D_), act(a.x2, n * C_);
-    act(a.rstd2, n), act(a.norm2, N * C_), act(a.gate_up, N * 2 * Fl_), act(a.act, N * Fl_);
+    if (attention) {
+      act(a.rstd1, n), act(a.norm1, N * C_), act(a.qkv, N * Wd);
+      act(a.probs, std::size_t(B_) * Hl_ * seq_ * seq_), act(a.att, N * Hl_ * D_);
+    }
+    if (mlp) {
+      if (attention) act(a.x2, n * C_);
+      act(a.rstd2, n), act(a.norm2, N * C_), act(a.gate_up, N * 2 * Fl_), act(a.act, N * Fl_);
+    }
     const bool sp = tp_.sequence_parallel;
     Buffer<T> norm_local(MemoryKind::buffers, sp ? n * C_ : 0, Fill::none);
     // the row-parallel layers' output; without SP their partial sums are reduced in place
@@ -105,65 +115,80 @@ class Block {
     T* partial = sp ? y_partial.data() : y.data();
     T* norm_out1 = sp ? norm_local.data() : a.norm1.data();
     T* norm_out2 = sp ? norm_local.data() : a.norm2.data();
+    const T* x2 = attention ? a.x2.data() : a.x.data();
+    const T* no_bias = nullptr;
 
-    // attention half
-    nn::rmsnorm_forward(norm_out1, a.rstd1.data(), a.x.data(), w + offset_[kAttnNorm], int(n), C_,
-                        eps_);
-    qkv_.forward(tp_, a.qkv.data(), norm_out1, a.norm1.data(), qkv_weights(w), int(N));
-    nn::rope_forward(a.qkv.data(), rope_, int(N), B_, Hl_ + KVl_, int(Wd));  // q and k
-    nn::attention_forward(a.att.data(), a.probs.data(), a.qkv.data(), B_, seq_, Hl_, KVl_, D_);
-    o_.forward(tp_, y.data(), partial, a.att.data(), w + offset_[kO], nullptr, int(N));
-    // x2 = x + y and RMSNorm2(x2) in one pass (nn/residual.hpp); then the MLP half
-    nn::residual_rmsnorm_forward(a.x2.data(), norm_out2, a.rstd2.data(), a.x.data(), y.data(),
-                                 static_cast<const T*>(nullptr), w + offset_[kMlpNorm], int(n), C_,
-                                 eps_);
+    if (attention) {
+      nn::rmsnorm_forward(norm_out1, a.rstd1.data(), a.x.data(), w + offset_[kAttnNorm], int(n), C_,
+                          eps_);
+      qkv_.forward(tp_, a.qkv.data(), norm_out1, a.norm1.data(), qkv_weights(w), int(N));
+      nn::rope_forward(a.qkv.data(), rope_, int(N), B_, Hl_ + KVl_, int(Wd));  // q and k
+      nn::attention_forward(a.att.data(), a.probs.data(), a.qkv.data(), B_, seq_, Hl_, KVl_, D_);
+      o_.forward(tp_, y.data(), partial, a.att.data(), w + offset_[kO], nullptr, int(N));
+    }
+    if (attention && mlp)  // x2 = x + y and RMSNorm2(x2) in one pass (nn/residual.hpp)
+      nn::residual_rmsnorm_forward(a.x2.data(), norm_out2, a.rstd2.data(), a.x.data(), y.data(),
+                                   no_bias, w + offset_[kMlpNorm], int(n), C_, eps_);
+    else if (attention)  // the stage ends here: x2 is its output
+      nn::residual_forward(out, a.x.data(), y.data(), no_bias, int(n), C_);
+    else
+      nn::rmsnorm_forward(norm_out2, a.rstd2.data(), x2, w + offset_[kMlpNorm], int(n), C_, eps_);
+    if (!mlp) return;
     gate_up_.forward(tp_, a.gate_up.data(), norm_out2, a.norm2.data(), w + offset_[kGateUp],
                      nullptr, int(N));
     nn::swiglu_forward(a.act.data(), a.gate_up.data(), a.gate_up.data() + Fl_, int(N), Fl_,
                        2 * Fl_);
     down_.forward(tp_, y.data(), partial, a.act.data(), w + offset_[kDown], nullptr, int(N));
-    nn::residual_forward(out, a.x2.data(), y.data(), static_cast<const T*>(nullptr), int(n), C_);
+    nn::residual_forward(out, x2, y.data(), no_bias, int(n), C_);
   }
 
   // One half, or both, of the backward (nn/backward_part.hpp). dout: (n, C) the output's
   // gradient; dx: (n, C) the input's (overwritten). input: writes dx and fills d (g unused, may
   // be null); weight: accumulates into g, the unit's gradients, from a and d (dx, dout, w unused).
+  // halves as in forward: attention only takes x2's gradient as dout, mlp only writes x2's as dx.
   void backward(const BlockActivations<T>& a, T* dx, const T* dout, const T* w, T* g,
-                BlockGradients<T>& d, nn::BackwardPart part) const {
+                BlockGradients<T>& d, nn::BackwardPart part,
+                nn::BlockHalves halves = nn::BlockHalves::both) const {
     const std::size_t N = rows(), n = local_rows(), Wd = qkv_.width();
     const bool sp = tp_.sequence_parallel, in = nn::computes_input(part);
+    const bool attention = nn::runs_attention(halves), mlp = nn::runs_mlp(halves);
     if (in) {  // kept until W (activations) when W runs later, scratch when fused
       const MemoryKind kind =
           part == nn::BackwardPart::both ? MemoryKind::buffers : MemoryKind::activations;
       auto keep = [&](Buffer<T>& b, std::size_t size) { b.allocate(kind, size, Fill::none); };
-      keep(d.dy_mlp, sp ? N * C_ : 0), keep(d.dy_attn, sp ? N * C_ : 0);
-      keep(d.d_gate_up, N * 2 * Fl_), keep(d.dnorm2, n * C_), keep(d.dx2, n * C_);
-      keep(d.dnorm1, n * C_), keep(d.d_qkv, N * Wd);
+      keep(d.dy_mlp, sp && mlp ? N * C_ : 0), keep(d.dy_attn, sp && attention ? N * C_ : 0);
+      keep(d.d_gate_up, mlp ? N * 2 * Fl_ : 0), keep(d.dnorm2, mlp ? n * C_ : 0);
+      keep(d.dx2, mlp && attention ? n * C_ : 0);
+      keep(d.dnorm1, attention ? n * C_ : 0), keep(d.d_qkv, attention ? N * Wd : 0);
       if (part == nn::BackwardPart::input)
         keep(d.dout, n * C_), std::copy_n(dout, n * C_, d.dout.data());
     }
     const T* dy = part == nn::BackwardPart::weight ? d.dout.data() : dout;
     // all overwritten before they are read
-    Buffer<T> d_act(MemoryKind::buffers, in ? N * Fl_ : 0, Fill::none),
-        d_att(MemoryKind::buffers, in ? N * Hl_ * D_ : 0, Fill::none),
+    Buffer<T> d_act(MemoryKind::buffers, in && mlp ? N * Fl_ : 0, Fill::none),
+        d_att(MemoryKind::buffers, in && attention ? N * Hl_ * D_ : 0, Fill::none),
         dnorm_full(MemoryKind::buffers, in && sp ? N * C_ : 0, Fill::none);
     auto W = [&](int k) { return w ? w + offset_[k] : nullptr; };
     auto G = [&](int k) { return g ? g + offset_[k] : nullptr; };
 
-    // MLP half: out = x2 + down(swiglu(gate_up(rmsnorm2(x2))))
-    down_.backward(tp_, d_act.data(), G(kDown), nullptr, dy, d.dy_mlp.data(), a.act.data(),
-                   W(kDown), int(N), part);
-    if (in)
-      nn::swiglu_backward(d.d_gate_up.data(), d.d_gate_up.data() + Fl_, d_act.data(),
-                          a.gate_up.data(), a.gate_up.data() + Fl_, int(N), Fl_, 2 * Fl_);
-    gate_up_.backward(tp_, d.dnorm2.data(), sp ? dnorm_full.data() : d.dnorm2.data(), G(kGateUp),
-                      nullptr, d.d_gate_up.data(), a.norm2.data(), W(kGateUp), int(N), part);
-    // dx2 = dy + RMSNorm2's input gradient, in one pass (input half)
-    nn::rmsnorm_backward(d.dx2.data(), G(kMlpNorm), d.dnorm2.data(), a.x2.data(), W(kMlpNorm),
-                         a.rstd2.data(), int(n), C_, part, dy);
+    if (mlp) {  // MLP half: out = x2 + down(swiglu(gate_up(rmsnorm2(x2))))
+      down_.backward(tp_, d_act.data(), G(kDown), nullptr, dy, d.dy_mlp.data(), a.act.data(),
+                     W(kDown), int(N), part);
+      if (in)
+        nn::swiglu_backward(d.d_gate_up.data(), d.d_gate_up.data() + Fl_, d_act.data(),
+                            a.gate_up.data(), a.gate_up.data() + Fl_, int(N), Fl_, 2 * Fl_);
+      gate_up_.backward(tp_, d.dnorm2.data(), sp ? dnorm_full.data() : d.dnorm2.data(), G(kGateUp),
+                        nullptr, d.d_gate_up.data(), a.norm2.data(), W(kGateUp), int(N), part);
+      // dx2 = dy + RMSNorm2's input gradient, in one pass (input half)
+      nn::rmsnorm_backward(attention ? d.dx2.data() : dx, G(kMlpNorm), d.dnorm2.data(),
+                           attention ? a.x2.data() : a.x.data(), W(kMlpNorm), a.rstd2.data(),
+                           int(n), C_, part, dy);
+    }
+    if (!attention) return;
     // attention half: x2 = x + o(attention(rope(qkv(rmsnorm1(x)))))
-    o_.backward(tp_, d_att.data(), G(kO), nullptr, d.dx2.data(), d.dy_attn.data(), a.att.data(),
-                W(kO), int(N), part);
+    const T* dx2 = mlp ? d.dx2.data() : dy;
+    o_.backward(tp_, d_att.data(), G(kO), nullptr, dx2, d.dy_attn.data(), a.att.data(), W(kO),
+                int(N), part);
     if (in) {
       nn::attention_backward(d.d_qkv.data(), d_att.data(), a.qkv.data(), a.probs.data(), B_, seq_,
                              Hl_, KVl_, D_);
@@ -174,7 +199,7 @@ class Block {
                   part);
     // dx = dx2 + RMSNorm1's input gradient
     nn::rmsnorm_backward(dx, G(kAttnNorm), d.dnorm1.data(), a.x.data(), W(kAttnNorm),
-                         a.rstd1.data(), int(n), C_, part, static_cast<const T*>(d.dx2.data()));
+                         a.rstd1.data(), int(n), C_, part, dx2);
   }
 
  private:

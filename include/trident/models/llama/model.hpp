@@ -24,12 +24,13 @@ class Model : public DecoderModel<Model, Config, Embedding, Block, Head> {
   std::vector<Tie> ties(int) const { return {}; }  // the LM head is its own tensor
   // Forward GEMM FLOPs of one sequence (pp/balance.hpp), 2 per multiply-add: per token
   // 2 C (H + 2 KV) D (q, k, v) + 2 H D C (o) + 2 C 2F (gate, up) + 2 F C (down) + 4 T H D
-  // (scores and their product with v), and the LM head's 2 C V.
+  // (scores and their product with v), and the LM head's 2 C V; the attention half is all of the
+  // layer's but the MLP's 6 C F.
   pp::StageCosts stage_costs() const {
     const double T = c_.seq, C = c_.hidden, D = c_.head_size(), H = c_.heads, KV = c_.kv_heads,
                  F = c_.ffn(), V = c_.vocab;
-    const double layer = T * (2 * C * (H + 2 * KV) * D + 2 * H * D * C + 6 * C * F + 4 * T * H * D);
-    return {layer, 0.0, T * 2 * C * V};
+    const double attention = T * (2 * C * (H + 2 * KV) * D + 2 * H * D * C + 4 * T * H * D);
+    return {attention + T * 6 * C * F, 0.0, T * 2 * C * V, attention};
   }
 
   void validate(const ModelRun& run) const {
