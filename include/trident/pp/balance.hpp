@@ -16,6 +16,8 @@
 // On the bench model (V=4096, h=256, s=128, L=4) the head weighs 1.23 layers: 2 stages get
 // 3 + 1 layers instead of 2 + 2; ZB-V's V (rank 0 holds virtual stages 0 and 3, the embedding
 // and the head) gets 1, 1, 2, 0: rank 0 runs 1 layer and the head (2.23), rank 1 3 layers.
+// Where the model can split a layer between its halves (StageCosts::first_half),
+// balanced_half_split then moves boundaries by half a layer: 2.5 + 1.5 and 1.5, 1, 1.5, 0.
 #pragma once
 
 #include <algorithm>
