@@ -87,6 +87,24 @@ TEST_CASE("backend GPT-2 with sequence parallelism is refused with one clear Err
   }
 }
 
+// Its blocks run whole (stage_costs' first_half is 0): auto keeps whole layers (the PP2 cases
+// above), and a stage boundary inside a block is refused before anything is built.
+TEST_CASE("backend GPT-2: a stage boundary inside a block is refused with one clear Error") {
+  TRIDENT_RANKS(2, comm);
+  CHECK(CpuModel(test::small_options({1, 2, 1}).model).stage_costs().first_half == 0);
+  gpt2::Options o = test::small_options({1, 2, 1});
+  o.pp_layers = {2.5, 1.5};
+  try {
+    Trainer<CpuModel, double> trainer(comm, CpuModel(o.model), o,
+                                      TokenSource::synthetic(o.model.vocab));
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()) ==
+          "--pp-layers: 2.5 puts a stage boundary inside a layer, but this model's layers run "
+          "whole");
+  }
+}
+
 TEST_CASE("BackendGPT: one rank, parameters and AdamW on backend::Cpu, equals the reference") {
   TRIDENT_RANKS(1, comm);  // one rank: no communication
   (void)comm;

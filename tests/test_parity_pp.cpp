@@ -109,6 +109,7 @@ TEST_CASE("a stage boundary inside a layer (--pp-layers 2.5,1.5 etc.) gives the 
   run(2, {1, 2, 1}, ScheduleKind::zb_h1, 4, 4, 1, none, {2.5, 1.5});
   for (int m : {2, 5}) run(2, {1, 2, 1}, ScheduleKind::zbv, m, 4, 2, none, {1.5, 1, 1.5, 0});
   run(4, {1, 4, 1}, ScheduleKind::one_f_one_b, 4, 4, 1, none, {1.5, 1, 1, 0.5});
+  run(2, {1, 2, 1}, ScheduleKind::interleaved, 2, 4, 2, none, {1.5, 0.5, 1, 1});
   run(4, {2, 2, 1}, ScheduleKind::zbv, 4, 4, 2, none, {1.5, 1, 1.5, 0}, {}, /*sp=*/true);
   for (int stage : {1, 3})
     run(4, {1, 2, 2}, ScheduleKind::zbv, 4, 4, 2, none, {1.5, 1, 1.5, 0}, {stage});
