@@ -60,8 +60,9 @@ inline std::vector<ChunkUnits> stage_chunks(const gpt2::Options& o, int stage) {
     const int g = o.chunk_map().virtual_stage(c, stage);
     // a layer split between two stages holds its unit on both, tied to the other's
     const StageSpec spec = stage_spec(split, g);
-    ChunkUnits k{spec.layers, spec.layers - spec.from_second_half, spec.layers - spec.to_first_half,
-                 g == 0,      g == p * o.virtual_stages - 1,       {}};
+    ChunkUnits k;
+    k.layers = spec.layers, k.embedding = g == 0, k.head = g == p * o.virtual_stages - 1;
+    k.attention = spec.layers - spec.from_second_half, k.mlp = spec.layers - spec.to_first_half;
     const double wte = double(embedding_shard_parameters(m, t));
     if (k.embedding) k.units = {unit("wte", wte), unit("wpe", double(m.seq) * m.hidden)};
     for (int l = 0; l < k.layers; ++l) {
