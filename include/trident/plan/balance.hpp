@@ -4,7 +4,9 @@
 // et al. 2021 §5.1; the backward is twice the forward, so the forward's FLOPs stand for all
 // three passes): each layer 24 b s h^2 + 4 b s^2 h, the LM head and loss 2 b s h V on the last
 // virtual stage, and the embedding, a table lookup with no GEMM, 0 on the first. The split
-// (pp/balance.hpp) minimises the most expensive pipeline rank, here plain stages.
+// (pp/balance.hpp) minimises the most expensive pipeline rank, here plain stages and whole
+// layers (the papers' split; trident's own models also move a boundary between a block's
+// halves where that is cheaper: pp::balanced_half_split).
 #pragma once
 
 #include <vector>
