@@ -21,7 +21,8 @@ trident_cli_error(eval_too_little_data RANKS 2 PROGRAM train_gpt ARGS ${tiny} --
   EXPECT "too few to hold out")
 
 # Single process vs TP2-PP2-DP2 ZeRO-3 on the byte corpus, in double: the held-out losses
-# (--eval-every 2 over 4 steps) to 1e-10 and the same sampled text.
+# (--eval-every 2 over 4 steps) to 1e-10 and the same sampled text. (The mesh's auto split is
+# 2.5 + 1.5: evaluation and sampling run layer 2's halves on two stages.)
 trident_program(compare_inference UNTIMED cli/compare_inference.cpp)
 set(dir ${CMAKE_CURRENT_BINARY_DIR}/inference)
 file(MAKE_DIRECTORY ${dir})
