@@ -24,6 +24,8 @@
 // Training rows: the bench model, global batch 8, m = 8: layers even, auto (each rank's cost
 // balanced, pp/balance.hpp) with 1F1B, ZB-H1 and ZB-V, each next to the single process in the
 // same run (goal: 1.65x at PP=2).
+#include <numeric>
+
 #include <trident/io/cli.hpp>
 #include <trident/models/gpt2/cli.hpp>
 #include <trident/plan/formulas.hpp>
@@ -99,12 +101,9 @@ void bubble_table(const Comm& world, const std::string& schedule, int steps, int
 // split and placement: 1 / (that share) bounds the speedup of any schedule.
 double costliest_share(const gpt2::Options& o) {
   const pp::StageCosts c = gpt2::Model(o.model).stage_costs();
-  const std::vector<double> cost = pp::half_split_costs(c, layer_split(o));
-  const pp::ChunkMap map = o.chunk_map();
-  std::vector<double> rank(map.stages, 0);
-  double total = 0;
-  for (int g = 0; g < map.virtual_stages(); ++g) rank[map.rank(g)] += cost[g], total += cost[g];
-  return *std::max_element(rank.begin(), rank.end()) / total;
+  const std::vector<double> rank = pp::rank_costs(c, layer_split(o), o.chunk_map());
+  return *std::max_element(rank.begin(), rank.end()) /
+         std::accumulate(rank.begin(), rank.end(), 0.0);
 }
 
 // Throughput on the bench model (global batch 8), m = 8, next to the single process; for p = 2

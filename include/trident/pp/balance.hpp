@@ -105,6 +105,15 @@ inline std::vector<double> half_split_costs(const StageCosts& c, const std::vect
   return out;
 }
 
+// Cost of each pipeline rank (map.stages of them): the sum of its chunks' (virtual stages').
+inline std::vector<double> rank_costs(const StageCosts& c, const std::vector<int>& halves,
+                                      const ChunkMap& map) {
+  std::vector<double> out(map.stages, 0);
+  const std::vector<double> cost = half_split_costs(c, halves);
+  for (std::size_t g = 0; g < cost.size(); ++g) out[map.rank(int(g))] += cost[g];
+  return out;
+}
+
 // Half layers of each virtual stage (as balanced_layer_split's, placed by map): that split,
 // doubled; then, when the model can split a layer between its halves (c.first_half > 0), any
 // boundary between two virtual stages moved by half a layer while that makes the costliest
@@ -120,13 +129,9 @@ inline std::vector<int> balanced_half_split(const StageCosts& c, int L, const Ch
     double rank = 0, stage = 0;  // the costliest rank's and virtual stage's
   };
   auto score = [&](const std::vector<int>& split) {
-    Score out;
-    std::vector<double> rank(map.stages, 0);
-    const std::vector<double> cost = half_split_costs(c, split);
-    for (int g = 0; g < stages; ++g)
-      rank[map.rank(g)] += cost[g], out.stage = std::max(out.stage, cost[g]);
-    out.rank = *std::max_element(rank.begin(), rank.end());
-    return out;
+    const std::vector<double> rank = rank_costs(c, split, map), stage = half_split_costs(c, split);
+    return Score{*std::max_element(rank.begin(), rank.end()),
+                 *std::max_element(stage.begin(), stage.end())};
   };
   const double eps = 1e-9 * (L * c.layer + c.embedding + c.head);  // below any real difference
   auto better = [&](const Score& a, const Score& b) {

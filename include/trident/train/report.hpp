@@ -102,14 +102,13 @@ void print_stage_balance(const RunReport& r, const M& model, const TrainOptions&
   const int p = o.mesh.pp, stages = o.virtual_stage_count();
   const std::vector<int> split = layer_split(model, o);
   const pp::StageCosts costs = model.stage_costs();
-  std::vector<double> predicted(p, 0), measured(p, 0);
-  std::vector<std::string> layers(p);
   const pp::ChunkMap map = o.chunk_map();
-  const std::vector<double> cost = pp::half_split_costs(costs, split);
+  const std::vector<double> predicted = pp::rank_costs(costs, split, map);
+  std::vector<double> measured(p, 0);
+  std::vector<std::string> layers(p);
   for (int g = 0; g < stages; ++g) {
-    const int s = map.rank(g);
-    predicted[s] += cost[g];
-    layers[s] += (layers[s].empty() ? "" : "+") + pp::half_split_text({split[g]});
+    std::string& text = layers[map.rank(g)];
+    text += (text.empty() ? "" : "+") + pp::half_split_text({split[g]});
   }
   for (const RankFigures& f : r.ranks) measured[int(f.pp)] += f.compute / (o.mesh.tp * o.mesh.dp);
   double cost_sum = 0, busy_sum = 0;

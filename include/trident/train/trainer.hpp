@@ -133,8 +133,8 @@ class Trainer {
   // The copies of each tied parameter are summed wherever they live (train/ties.hpp): here
   // when both are on this rank; over the embedding group (Megatron's, mesh/mesh.hpp) when they
   // are on the first and the last pipeline rank; else with the pipeline rank holding the other
-  // (a layer split between neighbours), both sides adding first copy + second copy. Either way
-  // the two copies stay bitwise equal.
+  // (a layer split between neighbours), each side adding the other's copy to its own. Either
+  // way the two copies stay bitwise equal (floating-point addition is commutative).
   void sum_tied_gradients() {
     constexpr int kTieTag = 32000;  // above the pipeline executor's tags (pp/executor.hpp)
     for (const LocalTie& t : ties_) {
@@ -157,9 +157,8 @@ class Trainer {
       Request r = mesh_.pp().irecv(Span<S>(theirs), t.peer, kTieTag);
       mesh_.pp().send(Span<const S>(mine.data(), mine.size()), t.peer, kTieTag);
       r.wait();
-      for (std::size_t k = 0; k < mine.size(); ++k)
-        mine[k] = first ? convert_to<S>(to_float(mine[k]) + to_float(theirs[k]))
-                        : convert_to<S>(to_float(theirs[k]) + to_float(mine[k]));
+      for (std::size_t k = 0; k < mine.size(); ++k)  // a + b == b + a: the same on both sides
+        mine[k] = convert_to<S>(to_float(mine[k]) + to_float(theirs[k]));
     }
   }
   template <class F>
