@@ -13,7 +13,11 @@
 //   shm      Comm's shared-memory path (core/shm_collectives.hpp), at every size (Comm itself
 //            takes it from shm_tuning().min_bytes up, printed in the header); all_gather and
 //            broadcast only where the group has more ranks than cores or spans nodes, else
-//            MPI's, as Comm.
+//            MPI's, as Comm;
+//   window   all_reduce and reduce_scatter in place over a shared window (Comm::reduce_in_window,
+//            shm::reduce_in_window): the buffer already lies in shared memory, as ZeRO-0/1's DP
+//            gradients do when the group shares a node (zero/detail/gradient_window.hpp), so
+//            nothing is copied in; only when every rank is on one node ("-" otherwise).
 // float32, sum; broadcast from rank 0.
 //
 // A repetition is a barrier, then one call; its time is the slowest rank's. Reported: the median
@@ -24,6 +28,7 @@
 // The repetitions of a size fill about --seconds-per-size (at least 5, at most 1000).
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <trident/io/cli.hpp>
 #include <trident/models/gpt2/cli.hpp>
@@ -41,30 +46,41 @@ namespace {
 constexpr int kMinReps = 5;
 constexpr int kMaxReps = 1000;
 
-// The buffers of one message size: `full` holds size * shard elements, `shard` one rank's part.
+// The buffers of one message size: `full` holds size * shard elements, `shard` one rank's part;
+// `window` (when the window path runs) one array of `full`'s size per rank.
 struct Buffers {
   std::vector<float> full;
   std::vector<float> shard;
+  std::unique_ptr<SharedWindow> window;
 };
 
-enum Impl { kMpi, kTrident, kShm };
-constexpr int kImpls = 3;
-const char* const kImplNames[kImpls] = {"MPI", "trident", "trident's shared memory"};
+enum Impl { kMpi, kTrident, kShm, kWindow };
+constexpr int kImpls = 4;
+const char* const kImplNames[kImpls] = {"MPI", "trident", "trident's shared memory",
+                                        "trident's shared window"};
+
+// Whether `impl` runs `op` in this run (the window: reductions, every rank on one node).
+bool runs(Impl impl, const std::string& op, bool one_node) {
+  return impl != kWindow || (one_node && (op == "all_reduce" || op == "reduce_scatter"));
+}
 
 // One call of `op` by `impl`.
 // all_reduce, broadcast: full in place; all_gather: shard -> full; reduce_scatter: full -> shard.
+// The window: this rank's array in place, all of it (all_reduce) or shard `rank` of it.
 void call(const std::string& op, Impl impl, Buffers& b, const Comm& world) {
   const int n = static_cast<int>(b.shard.size());
   const bool ours = impl != kMpi;
   ShmTuning& shm = shm_tuning();
   const ShmTuning saved = shm;
-  shm.enabled = impl == kShm;
+  shm.enabled = impl == kShm || impl == kWindow;
   shm.min_bytes = 0;
   struct Restore {
     ShmTuning& t;
     ShmTuning saved;
     ~Restore() { t = saved; }
   } restore{shm, saved};
+  if (impl == kWindow)
+    return world.reduce_in_window<float>(*b.window, {{0, b.full.size()}}, op == "all_reduce");
   if (op == "all_reduce") {
     if (ours) return world.all_reduce<float>(b.full);
     check_mpi(MPI_Allreduce(MPI_IN_PLACE, b.full.data(), static_cast<int>(b.full.size()), MPI_FLOAT,
@@ -95,9 +111,16 @@ void check_result(const std::string& op, Impl impl, Buffers& b, const Comm& worl
     b.full[i] = op == "all_reduce"  ? static_cast<float>(r + 1)
                 : op == "broadcast" ? static_cast<float>(r == 0 ? i % 1000 : -1)
                                     : static_cast<float>(i / n + 1);
+  float* array = impl == kWindow ? b.window->of<float>(r) : nullptr;
+  if (array) std::copy(b.full.begin(), b.full.end(), array);
   call(op, impl, b, world);
   std::size_t wrong = 0;
-  if (op == "all_reduce") {
+  if (array) {  // the window's result lies in this rank's array: all of it, or shard r
+    const std::size_t first = op == "all_reduce" ? 0 : r * n;
+    const std::size_t len = op == "all_reduce" ? b.full.size() : n;
+    const float want = op == "all_reduce" ? p * (p + 1) / 2 : p * (r + 1);
+    for (std::size_t i = first; i < first + len; ++i) wrong += array[i] != want;
+  } else if (op == "all_reduce") {
     for (float x : b.full) wrong += x != static_cast<float>(p * (p + 1) / 2);
   } else if (op == "all_gather") {
     for (std::size_t i = 0; i < b.full.size(); ++i) wrong += b.full[i] != static_cast<float>(i / n);
@@ -121,20 +144,27 @@ std::string human_bytes(std::size_t bytes) {
 
 struct Timing {
   int reps = 0;
-  double seconds[kImpls] = {};  // per call, median; by Impl
+  double seconds[kImpls] = {};  // per call, median; by Impl (0: not run)
 };
 
-// Times `op` on buffers of `elements` floats (a multiple of the group size).
-Timing measure(const std::string& op, std::size_t elements, double seconds, const Comm& world) {
-  Buffers b{std::vector<float>(elements), std::vector<float>(elements / world.size())};
-  for (int impl = 0; impl < kImpls; ++impl) check_result(op, Impl(impl), b, world);
+// Times `op` on buffers of `elements` floats (a multiple of the group size); one_node: every
+// rank on this node (the window path runs).
+Timing measure(const std::string& op, std::size_t elements, double seconds, const Comm& world,
+               bool one_node) {
+  Buffers b{std::vector<float>(elements), std::vector<float>(elements / world.size()), nullptr};
+  if (runs(kWindow, op, one_node))
+    b.window = std::make_unique<SharedWindow>(world.get(), elements * sizeof(float));
+  for (int impl = 0; impl < kImpls; ++impl)
+    if (runs(Impl(impl), op, one_node)) check_result(op, Impl(impl), b, world);
   std::fill(b.full.begin(), b.full.end(), 0.0f);  // sums of zeros stay finite
+  if (b.window) std::fill_n(b.window->of<float>(world.rank()), elements, 0.0f);
 
   // One repetition; the times are this rank's, so ranks' clocks never mix.
   std::vector<double> times[kImpls];
   auto repetition = [&](int i) {
     for (int k = 0; k < kImpls; ++k) {
       const Impl impl = Impl((i + k) % kImpls);  // rotate which goes first
+      if (!runs(impl, op, one_node)) continue;
       world.barrier();
       const double t0 = MPI_Wtime();
       call(op, impl, b, world);
@@ -150,6 +180,7 @@ Timing measure(const std::string& op, std::size_t elements, double seconds, cons
   for (std::vector<double>& v : times) v.clear();
   for (int i = 0; i < t.reps; ++i) repetition(i);
   for (int impl = 0; impl < kImpls; ++impl) {
+    if (!runs(Impl(impl), op, one_node)) continue;
     // a call takes as long as its slowest rank (small: MPI's path)
     MPI_Allreduce(MPI_IN_PLACE, times[impl].data(), t.reps, MPI_DOUBLE, MPI_MAX, world.get());
     t.seconds[impl] = median(times[impl]);
@@ -200,25 +231,32 @@ int main(int argc, char** argv) {
       std::printf(
           "# bench_comm: %d ranks, %d ranks per node, %d threads per rank; %s\n"
           "# float32 sum; time = median over reps of the slowest rank's call; busbw as "
-          "nccl-tests; x/shm > 1: shm is faster; Comm takes shm from %s up\n"
-          "%-15s %6s %5s %10s %8s %10s %8s %10s %8s %8s %8s\n",
+          "nccl-tests; x/shm > 1: shm is faster; Comm takes shm from %s up; window: in place "
+          "in a shared window, as ZeRO-0/1's DP gradients on one node\n"
+          "%-15s %6s %5s %10s %8s %10s %8s %10s %8s %8s %8s %10s %8s %8s\n",
           p, per_node, threads, library.c_str(), human_bytes(shm_min_bytes).c_str(), "op", "bytes",
-          "reps", "mpi_us", "GB/s", "trident_us", "GB/s", "shm_us", "GB/s", "mpi/shm", "trid/shm");
+          "reps", "mpi_us", "GB/s", "trident_us", "GB/s", "shm_us", "GB/s", "mpi/shm", "trid/shm",
+          "window_us", "GB/s", "trid/win");
 
     for (const std::string& op : ops) {
       for (std::size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
         // A multiple of the group size, at least one element per rank.
         const std::size_t elements = std::max<std::size_t>(bytes / sizeof(float) / p, 1) * p;
         const std::size_t actual = elements * sizeof(float);
-        const Timing t = measure(op, elements, seconds, world);
+        const Timing t = measure(op, elements, seconds, world, per_node == p);
         const double* s = t.seconds;
-        if (world.rank() == 0)
-          std::printf("%-15s %6s %5d %10.1f %8.3f %10.1f %8.3f %10.1f %8.3f %8.2f %8.2f\n",
-                      op.c_str(), human_bytes(actual).c_str(), t.reps, s[kMpi] * 1e6,
-                      bus_bandwidth(op, actual, s[kMpi], p), s[kTrident] * 1e6,
-                      bus_bandwidth(op, actual, s[kTrident], p), s[kShm] * 1e6,
-                      bus_bandwidth(op, actual, s[kShm], p), s[kMpi] / s[kShm],
-                      s[kTrident] / s[kShm]);
+        if (world.rank() != 0) continue;
+        std::printf("%-15s %6s %5d %10.1f %8.3f %10.1f %8.3f %10.1f %8.3f %8.2f %8.2f", op.c_str(),
+                    human_bytes(actual).c_str(), t.reps, s[kMpi] * 1e6,
+                    bus_bandwidth(op, actual, s[kMpi], p), s[kTrident] * 1e6,
+                    bus_bandwidth(op, actual, s[kTrident], p), s[kShm] * 1e6,
+                    bus_bandwidth(op, actual, s[kShm], p), s[kMpi] / s[kShm],
+                    s[kTrident] / s[kShm]);
+        if (s[kWindow] > 0)
+          std::printf(" %10.1f %8.3f %8.2f\n", s[kWindow] * 1e6,
+                      bus_bandwidth(op, actual, s[kWindow], p), s[kTrident] / s[kWindow]);
+        else
+          std::printf(" %10s %8s %8s\n", "-", "-", "-");
         std::fflush(stdout);
       }
     }

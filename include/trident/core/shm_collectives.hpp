@@ -198,11 +198,13 @@ void reduce_scatter(SharedSegment& s, Span<const T> in, Span<T> out, const Waiti
 
 // In place over the ranks' arrays of a shared window (shared_window.hpp), for each range
 // [offset, offset + n) of T (n divisible by p): rank r sums shard r, elements [offset + r n / p,
-// offset + (r + 1) n / p) of every rank's array, in rank order as above, into its own array;
-// with `all`, every rank then copies the other shards from their owners' arrays (an all-reduce;
-// without, a reduce-scatter that leaves each shard with its owner). No copy in: each input is
-// read where it lies. On entry every rank's array holds its input; on return every rank may
-// write its own again. Barriers: before the sums, after them and (all) after the copies.
+// offset + (r + 1) n / p) of every rank's array, in rank order as above. With `all` (an
+// all-reduce) it writes each block of its sums into every rank's array, the block's inputs
+// read before; without (a reduce-scatter that leaves each shard with its owner) into its own.
+// No copy in: each input is read where it lies; per element of the message, p reads and (all)
+// p writes over the group, where summing into the owner's array and copying out again costs
+// p + (p - 1) reads and p writes. On entry every rank's array holds its input; on return
+// every rank may write its own again. Barriers: before the sums and after them.
 struct WindowRange {
   std::size_t offset, n;
 };
@@ -210,21 +212,20 @@ struct WindowRange {
 template <class T>
 void reduce_in_window(SharedSegment& s, const SharedWindow& w,
                       const std::vector<WindowRange>& ranges, bool all, const Waiting& what) {
+  constexpr std::size_t kBlock = 1024;
   const int p = s.size(), r = s.rank();
   s.barrier(what);
+  T sums[kBlock];
   for (const WindowRange& g : ranges) {
     const std::size_t shard = g.n / p, first = g.offset + r * shard;
-    auto x_of = [&](int j, std::size_t at) -> const T* { return w.of<T>(j) + first + at; };
-    detail::reduce_in_rank_order(p, x_of, shard, w.of<T>(r) + first, ReduceOp::sum);  // out: x_r
-  }
-  s.barrier(what);
-  if (!all) return;
-  for (const WindowRange& g : ranges) {
-    const std::size_t shard = g.n / p;
-    for (int j = 0; j < p; ++j)
-      if (j != r)
-        std::memcpy(w.of<T>(r) + g.offset + j * shard, w.of<T>(j) + g.offset + j * shard,
-                    shard * sizeof(T));
+    for (std::size_t at = 0; at < shard; at += kBlock) {
+      const std::size_t m = std::min(kBlock, shard - at);
+      auto x_of = [&](int j, std::size_t k) -> const T* { return w.of<T>(j) + first + at + k; };
+      T* out = all ? sums : w.of<T>(r) + first + at;  // out may be x_r: read, then written
+      detail::reduce_in_rank_order(p, x_of, m, out, ReduceOp::sum);
+      for (int j = 0; all && j < p; ++j)
+        std::memcpy(w.of<T>((r + j) % p) + first + at, sums, m * sizeof(T));
+    }
   }
   s.barrier(what);
 }
