@@ -196,6 +196,22 @@ double bus_bandwidth(const std::string& op, std::size_t bytes, double seconds, i
          seconds / 1e9;
 }
 
+// One row of the table: each implementation's time and bus bandwidth, and the ratios.
+void print_row(const std::string& op, std::size_t bytes, const Timing& t, int p) {
+  const double* s = t.seconds;
+  std::printf("%-15s %6s %5d %10.1f %8.3f %10.1f %8.3f %10.1f %8.3f %8.2f %8.2f", op.c_str(),
+              human_bytes(bytes).c_str(), t.reps, s[kMpi] * 1e6,
+              bus_bandwidth(op, bytes, s[kMpi], p), s[kTrident] * 1e6,
+              bus_bandwidth(op, bytes, s[kTrident], p), s[kShm] * 1e6,
+              bus_bandwidth(op, bytes, s[kShm], p), s[kMpi] / s[kShm], s[kTrident] / s[kShm]);
+  if (s[kWindow] > 0)
+    std::printf(" %10.1f %8.3f %8.2f\n", s[kWindow] * 1e6, bus_bandwidth(op, bytes, s[kWindow], p),
+                s[kTrident] / s[kWindow]);
+  else
+    std::printf(" %10s %8s %8s\n", "-", "-", "-");
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -222,6 +238,9 @@ int main(int argc, char** argv) {
     const std::size_t shm_min_bytes = shm_tuning().min_bytes;
     const int threads = configure_threads(world);
     const int per_node = node_comm(world).size();
+    // the window path needs the world's shared-memory segment (every rank on one node, real or
+    // pretended: TRIDENT_SHM_NODE_RANKS); collective
+    const bool one_node = shared_segment(world.get()) != nullptr;
     const int p = world.size();
     char version[MPI_MAX_LIBRARY_VERSION_STRING];
     int length = 0;
@@ -243,21 +262,8 @@ int main(int argc, char** argv) {
         // A multiple of the group size, at least one element per rank.
         const std::size_t elements = std::max<std::size_t>(bytes / sizeof(float) / p, 1) * p;
         const std::size_t actual = elements * sizeof(float);
-        const Timing t = measure(op, elements, seconds, world, per_node == p);
-        const double* s = t.seconds;
-        if (world.rank() != 0) continue;
-        std::printf("%-15s %6s %5d %10.1f %8.3f %10.1f %8.3f %10.1f %8.3f %8.2f %8.2f", op.c_str(),
-                    human_bytes(actual).c_str(), t.reps, s[kMpi] * 1e6,
-                    bus_bandwidth(op, actual, s[kMpi], p), s[kTrident] * 1e6,
-                    bus_bandwidth(op, actual, s[kTrident], p), s[kShm] * 1e6,
-                    bus_bandwidth(op, actual, s[kShm], p), s[kMpi] / s[kShm],
-                    s[kTrident] / s[kShm]);
-        if (s[kWindow] > 0)
-          std::printf(" %10.1f %8.3f %8.2f\n", s[kWindow] * 1e6,
-                      bus_bandwidth(op, actual, s[kWindow], p), s[kTrident] / s[kWindow]);
-        else
-          std::printf(" %10s %8s %8s\n", "-", "-", "-");
-        std::fflush(stdout);
+        const Timing t = measure(op, elements, seconds, world, one_node);
+        if (world.rank() == 0) print_row(op, actual, t, p);
       }
     }
     return 0;
