@@ -56,9 +56,10 @@ T combine(T a, T b, ReduceOp op) {
 // x_of(j, at) points at element `at` of rank j's input. Blocks of kBlock elements are summed in
 // a local accumulator (L1), the first two inputs added as they are loaded and the last as the
 // result is stored, so out may be one of the inputs (the same element is read, then written).
+inline constexpr std::size_t kBlock = 1024;  // elements summed at a time, in L1
+
 template <class T, class X>
 void reduce_in_rank_order(int p, X&& x_of, std::size_t n, T* out, ReduceOp op) {
-  constexpr std::size_t kBlock = 1024;
   T acc[kBlock];
   // to[i] = a[i] op c[i]; sums vectorized (the common case)
   auto combine_into = [op](T* to, const T* a, const T* c, std::size_t m) {
@@ -212,7 +213,7 @@ struct WindowRange {
 template <class T>
 void reduce_in_window(SharedSegment& s, const SharedWindow& w,
                       const std::vector<WindowRange>& ranges, bool all, const Waiting& what) {
-  constexpr std::size_t kBlock = 1024;
+  constexpr std::size_t kBlock = detail::kBlock;
   const int p = s.size(), r = s.rank();
   s.barrier(what);
   T sums[kBlock];
