@@ -14,10 +14,11 @@
 //            takes it from shm_tuning().min_bytes up, printed in the header); all_gather and
 //            broadcast only where the group has more ranks than cores or spans nodes, else
 //            MPI's, as Comm;
-//   window   all_reduce and reduce_scatter in place over a shared window (Comm::reduce_in_window,
-//            shm::reduce_in_window): the buffer already lies in shared memory, as ZeRO-0/1's DP
-//            gradients do when the group shares a node (zero/detail/gradient_window.hpp), so
-//            nothing is copied in; only when every rank is on one node ("-" otherwise).
+//   window   all_reduce, reduce_scatter and all_gather in place over a shared window
+//            (Comm::reduce_in_window, gather_in_window): the buffer already lies in shared
+//            memory, as ZeRO-0/1's DP gradients and ZeRO-1/2's parameters do when the group
+//            shares a node (zero/detail/unit_window.hpp), so nothing is copied in; only when
+//            every rank is on one node ("-" otherwise).
 // float32, sum; broadcast from rank 0.
 //
 // A repetition is a barrier, then one call; its time is the slowest rank's. Reported: the median
@@ -59,14 +60,15 @@ constexpr int kImpls = 4;
 const char* const kImplNames[kImpls] = {"MPI", "trident", "trident's shared memory",
                                         "trident's shared window"};
 
-// Whether `impl` runs `op` in this run (the window: reductions, every rank on one node).
+// Whether `impl` runs `op` in this run (the window: not broadcast; every rank on one node).
 bool runs(Impl impl, const std::string& op, bool one_node) {
-  return impl != kWindow || (one_node && (op == "all_reduce" || op == "reduce_scatter"));
+  return impl != kWindow || (one_node && op != "broadcast");
 }
 
 // One call of `op` by `impl`.
 // all_reduce, broadcast: full in place; all_gather: shard -> full; reduce_scatter: full -> shard.
-// The window: this rank's array in place, all of it (all_reduce) or shard `rank` of it.
+// The window: this rank's array in place: all of it (all_reduce), shard `rank` of it
+// (reduce_scatter), or shard `rank` into every array (all_gather).
 void call(const std::string& op, Impl impl, Buffers& b, const Comm& world) {
   const int n = static_cast<int>(b.shard.size());
   const bool ours = impl != kMpi;
@@ -79,6 +81,8 @@ void call(const std::string& op, Impl impl, Buffers& b, const Comm& world) {
     ShmTuning saved;
     ~Restore() { t = saved; }
   } restore{shm, saved};
+  if (impl == kWindow && op == "all_gather")
+    return world.gather_in_window<float>(*b.window, {{0, b.full.size()}});
   if (impl == kWindow)
     return world.reduce_in_window<float>(*b.window, {{0, b.full.size()}}, op == "all_reduce");
   if (op == "all_reduce") {
@@ -112,10 +116,17 @@ void check_result(const std::string& op, Impl impl, Buffers& b, const Comm& worl
                 : op == "broadcast" ? static_cast<float>(r == 0 ? i % 1000 : -1)
                                     : static_cast<float>(i / n + 1);
   float* array = impl == kWindow ? b.window->of<float>(r) : nullptr;
-  if (array) std::copy(b.full.begin(), b.full.end(), array);
+  const bool gathers = op == "all_gather";
+  if (array && gathers)  // this rank's shard only
+    for (std::size_t i = 0; i < b.full.size(); ++i)
+      array[i] = i / n == static_cast<std::size_t>(r) ? float(r) : -1.0f;
+  else if (array)
+    std::copy(b.full.begin(), b.full.end(), array);
   call(op, impl, b, world);
   std::size_t wrong = 0;
-  if (array) {  // the window's result lies in this rank's array: all of it, or shard r
+  if (array && gathers) {  // the window's result lies in this rank's array
+    for (std::size_t i = 0; i < b.full.size(); ++i) wrong += array[i] != static_cast<float>(i / n);
+  } else if (array) {  // all of it, or shard r
     const std::size_t first = op == "all_reduce" ? 0 : r * n;
     const std::size_t len = op == "all_reduce" ? b.full.size() : n;
     const float want = op == "all_reduce" ? p * (p + 1) / 2 : p * (r + 1);

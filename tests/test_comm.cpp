@@ -256,6 +256,25 @@ TEST_CASE("reduce_in_window: the ranks' arrays summed in place, in rank order, b
   }
 }
 
+TEST_CASE("gather_in_window: every rank's shards copied into every array, in place") {
+  const Comm comm = test::world().dup("window");  // every rank launched: 1, 2, 4 or 8
+  const int p = comm.size(), r = comm.rank();
+  const std::size_t k = 1031, n = k * p, gap = 3;  // two ranges of p shards, a gap between
+  auto value = [](int owner, std::size_t i) { return 1000.0 * owner + static_cast<double>(i); };
+  SharedWindow w(comm.get(), (2 * n + gap) * sizeof(double));
+  double* mine = w.of<double>(r);
+  std::fill_n(mine, 2 * n + gap, -7.0);  // only this rank's shards hold values
+  for (std::size_t base : {std::size_t(0), n + gap})
+    for (std::size_t i = 0; i < k; ++i) mine[base + r * k + i] = value(r, base + i);
+  comm.gather_in_window<double>(w, {{0, n}, {n + gap, n}});
+  std::size_t wrong = 0;
+  for (std::size_t base : {std::size_t(0), n + gap})
+    for (int j = 0; j < p; ++j)
+      for (std::size_t i = 0; i < k; ++i) wrong += mine[base + j * k + i] != value(j, base + i);
+  CHECK(wrong == 0);
+  CHECK(std::count(mine + n, mine + n + gap, -7.0) == static_cast<long>(gap));  // untouched
+}
+
 TEST_CASE("shared-memory collectives on a mesh's TP and DP groups (sub-communicators)") {
   TRIDENT_RANKS(4, comm);
   const Mesh<> mesh(comm, MeshShape{2, 1, comm.size() / 2});

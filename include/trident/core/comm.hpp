@@ -204,6 +204,17 @@ class Comm : public CommHandle {
         all ? CommOp::all_reduce : CommOp::reduce_scatter, n * sizeof(T), -1,
         [&](const Waiting& what) { shm::reduce_in_window<T>(*segment, w, ranges, all, what); });
   }
+  // shm::gather_in_window over `w` (as reduce_in_window): counted and recorded as one
+  // all_gather of all the ranges' elements.
+  template <class T>
+  void gather_in_window(const SharedWindow& w, const std::vector<shm::WindowRange>& ranges) const {
+    SharedSegment* segment = shared_segment(comm_);
+    require(segment != nullptr, "gather_in_window on '" + name_ + "': its ranks span nodes");
+    std::size_t n = 0;
+    for (const shm::WindowRange& g : ranges) n += g.n;
+    recorded(CommOp::all_gather, n * sizeof(T), -1,
+             [&](const Waiting& what) { shm::gather_in_window<T>(*segment, w, ranges, what); });
+  }
   template <class T>
   void reduce(Span<const T> in, Span<T> out, int root) const {
     ireduce(in, out, root).wait();

@@ -1,7 +1,7 @@
 // trident/core/shared_window.hpp: one array per rank in an MPI-3 shared window, for the ranks of
 // one node: every rank reads every rank's array in place (MPI_Win_allocate_shared). The
 // segment of shared_memory.hpp lives in one; so do the DP gradients of ZeRO-0/1 when the DP
-// group shares a node (zero/detail/gradient_window.hpp), which a reduction then reads where
+// group shares a node (zero/detail/unit_window.hpp), which a reduction then reads where
 // they lie (shm_collectives.hpp: reduce_in_window).
 #pragma once
 

@@ -231,6 +231,24 @@ void reduce_in_window(SharedSegment& s, const SharedWindow& w,
   s.barrier(what);
 }
 
+// In place over the ranks' arrays of a shared window, for each range [offset, offset + n) of T
+// (n divisible by p): rank r writes shard r of its own array (elements [offset + r n / p,
+// offset + (r + 1) n / p)) into every other rank's array at the same place: an all-gather whose
+// pieces already lie where the others read them. On entry every rank's array holds its shard;
+// no rank reads another's shards until the end. Barriers: before the copies and after them.
+template <class T>
+void gather_in_window(SharedSegment& s, const SharedWindow& w,
+                      const std::vector<WindowRange>& ranges, const Waiting& what) {
+  const int p = s.size(), r = s.rank();
+  s.barrier(what);
+  for (const WindowRange& g : ranges) {
+    const std::size_t shard = g.n / p, first = g.offset + r * shard;
+    for (int j = 1; j < p; ++j)
+      std::memcpy(w.of<T>((r + j) % p) + first, w.of<T>(r) + first, shard * sizeof(T));
+  }
+  s.barrier(what);
+}
+
 // out <- the shards `in` of all ranks in rank order; in: (n), out: (p * n), written on `root`
 // only (read nowhere else), or on every rank when root < 0.
 template <class T>

@@ -24,7 +24,7 @@
 
 #include "../core/comm.hpp"
 #include "../core/memory.hpp"
-#include "detail/gradient_window.hpp"
+#include "detail/unit_window.hpp"
 #include "params.hpp"
 #include "policy.hpp"
 
@@ -33,7 +33,7 @@ namespace trident {
 template <class T, class S = T>
 class UnitStore {
   static constexpr bool kSameType = std::is_same_v<T, S>;
-  // whether the full gradients may live in a shared window (detail/gradient_window.hpp)
+  // whether full gradients and parameters may live in a shared window (detail/unit_window.hpp)
   static constexpr bool kWindowed = kSameType && std::is_floating_point_v<S>;
 
  public:
@@ -53,10 +53,14 @@ class UnitStore {
       units_.push_back(std::move(u));
     }
     if constexpr (kWindowed)  // collective over dp
-      if (shared && policy_.overlap == GradOverlap::at_end && policy_.stage <= 1) {
+      if (shared && policy_.overlap == GradOverlap::at_end) {
         std::vector<std::size_t> padded;
         for (const Unit& u : units_) padded.push_back(u.padded);
-        window_ = std::make_unique<detail::GradientWindow<S>>(dp, padded);
+        if (policy_.stage <= 1)  // full gradients kept: reduced in place
+          window_ = std::make_unique<detail::UnitWindow<S>>(dp, padded, MemoryKind::gradients);
+        if (policy_.stage == 1 || policy_.stage == 2)  // full parameters, all-gathered in place
+          params_window_ =
+              std::make_unique<detail::UnitWindow<S>>(dp, padded, MemoryKind::parameters);
       }
   }
 
@@ -86,9 +90,10 @@ class UnitStore {
       std::vector<T> full(u.padded, T(0));
       init(i, full.data());
       const std::size_t first = policy_.shards_parameters() ? shard_begin(i) : 0;
-      u.params.allocate(MemoryKind::parameters, policy_.shards_parameters() ? u.shard : u.padded);
-      for (std::size_t k = 0; k < u.params.size(); ++k)
-        u.params[k] = convert_to<S>(full[first + k]);
+      const std::size_t held = policy_.shards_parameters() ? u.shard : u.padded;
+      if (!params_window_) u.params.allocate(MemoryKind::parameters, held);
+      S* params = params_of(i);
+      for (std::size_t k = 0; k < held; ++k) params[k] = convert_to<S>(full[first + k]);
       const std::size_t owned = owned_size(i);
       if (!kSameType) {
         u.master.allocate(MemoryKind::optimizer, owned);
@@ -108,14 +113,14 @@ class UnitStore {
     Unit& u = units_[i];
     if (!policy_.shards_parameters() || u.view.allocated() || u.gathering.allocated()) return;
     u.gathering.allocate(MemoryKind::buffers, u.padded, Fill::none);  // the all-gather writes all
-    u.gather = dp_->iall_gather(Span<const S>(u.params.data(), u.shard), Span<S>(u.gathering));
+    u.gather = dp_->iall_gather(Span<const S>(params_of(i), u.shard), Span<S>(u.gathering));
   }
 
   // Unit u's parameters, full (this TP rank's block) and in T. Valid until release_parameters(u).
   [[nodiscard]] const T* gather_parameters(int i) {
     Unit& u = units_[i];
     if constexpr (kSameType)
-      if (!policy_.shards_parameters()) return u.params.data();
+      if (!policy_.shards_parameters()) return params_of(i);
     if (u.view.allocated()) return u.view.data();
     if (policy_.shards_parameters()) {
       prefetch_parameters(i);
@@ -125,7 +130,7 @@ class UnitStore {
         return u.view.data();
       }
     }
-    const S* full = policy_.shards_parameters() ? u.gathering.data() : u.params.data();
+    const S* full = policy_.shards_parameters() ? u.gathering.data() : params_of(i);
     u.view.allocate(MemoryKind::buffers, u.padded, Fill::none);
     for (std::size_t k = 0; k < u.padded; ++k) u.view[k] = convert_to<T>(full[k]);
     u.gathering.reset();
@@ -219,8 +224,7 @@ class UnitStore {
 
   // Parameters, master weights (T) and moments of the owned elements, for the optimizer.
   S* owned_params(int i) {
-    Unit& u = units_[i];
-    return u.params.data() + (policy_.shards_parameters() ? 0 : owned_begin(i));
+    return params_of(i) + (policy_.shards_parameters() ? 0 : owned_begin(i));
   }
   T* master(int i) {
     if constexpr (kSameType)
@@ -233,8 +237,10 @@ class UnitStore {
 
   // After the optimizer: bf16 parameters from the master weights, then (stages 1, 2) the
   // updated shards all-gathered over DP: nonblocking, all started before any is waited for, or
-  // (at_end) blocking, to take the shared-memory path where it wins (core/comm.hpp).
+  // (at_end) blocking, to take the shared-memory path where it wins (core/comm.hpp), or in one
+  // call, in place, when the parameters lie in a shared window.
   void publish_params() {
+    if (params_window_) return params_window_->gather(*dp_);  // S == T: no conversion
     std::vector<Request> gathers;
     for (int i = 0; i < size(); ++i) {
       Unit& u = units_[i];
@@ -243,7 +249,7 @@ class UnitStore {
         for (std::size_t k = 0; k < owned_size(i); ++k) p[k] = convert_to<S>(u.master[k]);
       }
       if (policy_.stage != 1 && policy_.stage != 2) continue;
-      Span<S> all(u.params.data(), u.padded);
+      Span<S> all(params_of(i), u.padded);
       if (policy_.overlap == GradOverlap::at_end)
         dp_->all_gather_in_place(all);
       else
@@ -275,7 +281,7 @@ class UnitStore {
   struct Unit {
     UnitLayout layout;
     std::size_t padded = 0, shard = 0;
-    Buffer<S> params;         // full (stages 0-2) or the owned shard (3)
+    Buffer<S> params;         // full (stages 0-2) or the owned shard (3); or in the window
     Buffer<T> master, m, v;   // owned elements: master weights (S != T), Adam moments
     Buffer<S> grads;          // full gradient (stages 0, 1; 2 and 3 per step)
     Buffer<S> owned;          // stages 2, 3: the owned shard of the reduced gradient
@@ -285,6 +291,8 @@ class UnitStore {
   };
   // The full gradient of unit i (stages 0, 1; 2 and 3 reducing per step): in the window or not.
   S* full_grads(int i) { return window_ ? window_->unit(i) : units_[i].grads.data(); }
+  // Unit i's parameters this rank holds (full, or the shard at stage 3): in the window or not.
+  S* params_of(int i) { return params_window_ ? params_window_->unit(i) : units_[i].params.data(); }
 
   struct Pending {
     Request request;
@@ -335,7 +343,8 @@ class UnitStore {
   std::vector<Unit> units_;
   std::vector<Pending> pending_;
   std::vector<int> at_end_;  // units whose reduction waits for finish_gradient_reduction
-  std::unique_ptr<detail::GradientWindow<S>> window_;  // the full gradients, when shared
+  std::unique_ptr<detail::UnitWindow<S>> window_;         // the full gradients, when shared
+  std::unique_ptr<detail::UnitWindow<S>> params_window_;  // the full parameters, when shared
 };
 
 }  // namespace trident
