@@ -262,7 +262,7 @@ int main(int argc, char** argv) {
           "# bench_comm: %d ranks, %d ranks per node, %d threads per rank; %s\n"
           "# float32 sum; time = median over reps of the slowest rank's call; busbw as "
           "nccl-tests; x/shm > 1: shm is faster; Comm takes shm from %s up; window: in place "
-          "in a shared window, as ZeRO-0/1's DP gradients on one node\n"
+          "in a shared window, as ZeRO's DP gradients and parameters on one node\n"
           "%-15s %6s %5s %10s %8s %10s %8s %10s %8s %8s %8s %10s %8s %8s\n",
           p, per_node, threads, library.c_str(), human_bytes(shm_min_bytes).c_str(), "op", "bytes",
           "reps", "mpi_us", "GB/s", "trident_us", "GB/s", "shm_us", "GB/s", "mpi/shm", "trid/shm",

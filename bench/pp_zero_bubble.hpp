@@ -67,12 +67,12 @@ inline StageTimes stage_times(const std::vector<pp::Interval>& intervals, double
 // The least makespan any schedule could reach with these busy times: rank s starts no earlier
 // than the forwards of the ranks before it on the first microbatch's way (measured: microbatch
 // 0's on chunk 0), then computes for its busy time; sends and receives taken as free.
-// firsts[s], busy[s]: rank s's.
-inline double least_makespan(const std::vector<double>& firsts, const std::vector<double>& busy) {
+// times[2 s], times[2 s + 1]: rank s's first forward and busy time.
+inline double least_makespan(const std::vector<double>& times) {
   double start = 0, least = 0;
-  for (std::size_t s = 0; s < busy.size(); ++s) {
-    least = std::max(least, start + busy[s]);
-    start += firsts[s];
+  for (std::size_t s = 0; 2 * s < times.size(); ++s) {
+    least = std::max(least, start + times[2 * s + 1]);
+    start += times[2 * s];
   }
   return least;
 }
@@ -88,16 +88,16 @@ inline Bubble step_bubble(const Comm& world, BenchTrainer& t, StageTimes* times 
     if (sp.kind == pp::IntervalKind::forward && sp.microbatch == 0 && sp.chunk == 0)
       first = sp.end - sp.begin;
   }
-  const double busy = compute_seconds(r.intervals), makespan = slowest(world, end);
+  const double makespan = slowest(world, end);
   if (times) *times = stage_times(r.intervals, makespan);
-  const double compute = world.all_reduce_value(busy);
-  const double most = world.all_reduce_value(busy, ReduceOp::max);
   const int p = world.size();
-  std::vector<double> firsts(p), busies(p);
-  world.all_gather(Span<const double>(&first, 1), Span<double>(firsts));
-  world.all_gather(Span<const double>(&busy, 1), Span<double>(busies));
+  const double mine[2] = {first, compute_seconds(r.intervals)};
+  std::vector<double> all(2 * p);  // every rank's first forward and busy time
+  world.all_gather(Span<const double>(mine, 2), Span<double>(all));
+  double compute = 0, most = 0;  // the ranks' busy times: summed, the largest
+  for (int s = 0; s < p; ++s) compute += all[2 * s + 1], most = std::max(most, all[2 * s + 1]);
   return {1 - compute / (p * makespan), (p * most - compute) / (p * makespan),
-          1 - compute / (p * least_makespan(firsts, busies))};
+          1 - compute / (p * least_makespan(all))};
 }
 
 // Bytes a GPT-2 stage (no TP) keeps per microbatch from B to W (the zero-bubble split: B takes

@@ -190,30 +190,22 @@ class Comm : public CommHandle {
       return;
     ibroadcast(buf, root).wait();
   }
-  // shm::reduce_in_window over `w`, a shared window of this group's ranks, which must have a
-  // shared-memory segment (all on one node): counted and recorded as one all_reduce (all) or
-  // reduce_scatter of all the ranges' elements.
+  // shm::reduce_in_window / gather_in_window over `w`, a shared window of this group's ranks,
+  // which must have a shared-memory segment (all on one node): counted and recorded as one
+  // all_reduce (all) or reduce_scatter, or one all_gather, of all the ranges' elements.
   template <class T>
   void reduce_in_window(const SharedWindow& w, const std::vector<shm::WindowRange>& ranges,
                         bool all) const {
-    SharedSegment* segment = shared_segment(comm_);
-    require(segment != nullptr, "reduce_in_window on '" + name_ + "': its ranks span nodes");
-    std::size_t n = 0;
-    for (const shm::WindowRange& g : ranges) n += g.n;
-    recorded(
-        all ? CommOp::all_reduce : CommOp::reduce_scatter, n * sizeof(T), -1,
-        [&](const Waiting& what) { shm::reduce_in_window<T>(*segment, w, ranges, all, what); });
+    in_window<T>(all ? CommOp::all_reduce : CommOp::reduce_scatter, ranges,
+                 [&](SharedSegment& s, const Waiting& what) {
+                   shm::reduce_in_window<T>(s, w, ranges, all, what);
+                 });
   }
-  // shm::gather_in_window over `w` (as reduce_in_window): counted and recorded as one
-  // all_gather of all the ranges' elements.
   template <class T>
   void gather_in_window(const SharedWindow& w, const std::vector<shm::WindowRange>& ranges) const {
-    SharedSegment* segment = shared_segment(comm_);
-    require(segment != nullptr, "gather_in_window on '" + name_ + "': its ranks span nodes");
-    std::size_t n = 0;
-    for (const shm::WindowRange& g : ranges) n += g.n;
-    recorded(CommOp::all_gather, n * sizeof(T), -1,
-             [&](const Waiting& what) { shm::gather_in_window<T>(*segment, w, ranges, what); });
+    in_window<T>(CommOp::all_gather, ranges, [&](SharedSegment& s, const Waiting& what) {
+      shm::gather_in_window<T>(s, w, ranges, what);
+    });
   }
   template <class T>
   void reduce(Span<const T> in, Span<T> out, int root) const {
@@ -238,6 +230,16 @@ class Comm : public CommHandle {
 
  private:
   Comm(MPI_Comm comm, std::string name, bool owning) : CommHandle(comm, std::move(name), owning) {}
+  // A collective over a shared window: run(segment, what), counted as `op` of the ranges' bytes.
+  template <class T, class Run>
+  void in_window(CommOp op, const std::vector<shm::WindowRange>& ranges, Run&& run) const {
+    SharedSegment* segment = shared_segment(comm_);
+    require(segment != nullptr,
+            "a shared-window collective on '" + name_ + "': its ranks span nodes");
+    std::size_t n = 0;
+    for (const shm::WindowRange& g : ranges) n += g.n;
+    recorded(op, n * sizeof(T), -1, [&](const Waiting& what) { run(*segment, what); });
+  }
 };
 
 // Ranks of `comm` that share this node's memory (MPI_COMM_TYPE_SHARED).

@@ -1,8 +1,9 @@
 // trident/core/shared_window.hpp: one array per rank in an MPI-3 shared window, for the ranks of
 // one node: every rank reads every rank's array in place (MPI_Win_allocate_shared). The
-// segment of shared_memory.hpp lives in one; so do the DP gradients of ZeRO-0/1 when the DP
-// group shares a node (zero/detail/unit_window.hpp), which a reduction then reads where
-// they lie (shm_collectives.hpp: reduce_in_window).
+// segment of shared_memory.hpp lives in one; so do the DP gradients of ZeRO-0/1 and the
+// parameters of ZeRO-1/2 when the DP group shares a node (zero/detail/unit_window.hpp), which
+// the DP collectives then use where they lie (shm_collectives.hpp: reduce_in_window,
+// gather_in_window).
 #pragma once
 
 #include <mpi.h>

@@ -213,7 +213,7 @@ struct WindowRange {
 template <class T>
 void reduce_in_window(SharedSegment& s, const SharedWindow& w,
                       const std::vector<WindowRange>& ranges, bool all, const Waiting& what) {
-  constexpr std::size_t kBlock = detail::kBlock;
+  using detail::kBlock;
   const int p = s.size(), r = s.rank();
   s.barrier(what);
   T sums[kBlock];
