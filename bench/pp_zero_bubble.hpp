@@ -18,9 +18,10 @@
 // still deferred (Qi et al. 2023 §3.1: stage s runs W of microbatch k after B of k + s), each
 // holding only what W reads (w_stash_bytes), plus one block's output gradients while B allocates
 // them (9 N C). Then, per rank and schedule, where its step went: F, B (or the fused backward), W,
-// the waits in receives and the rest; a simulation with these times gives the measured bubbles
-// (bench/docs/pp_goals.md). The goal lines add, for 1F1B and ZB-H1, the least spans bubble any
-// schedule could leave with the stages' measured busy times (least_makespan).
+// the waits in receives and the rest. The goal lines add, for 1F1B and ZB-H1, the least spans
+// bubble any schedule could leave with the stages' measured busy times (least_makespan), and
+// both schedules' lists replayed by pp/simulate.hpp with each rank's measured per-pass times
+// (replay): what the schedule itself gives on these stages, and with equal stages.
 #pragma once
 
 #include <memory>
@@ -138,6 +139,10 @@ constexpr pp::ScheduleKind kZeroBubbleKinds[3] = {pp::ScheduleKind::one_f_one_b,
 struct ZeroBubbleRun {
   double bubble[3], imbalance[3], least[3], peak[3];
   StageTimes times[3];  // this rank's, medians
+  // rank 0: 1F1B's and ZB-H1's lists replayed with the ranks' measured per-pass times (replay),
+  // and with every stage given their mean (equal), spans bubbles; Qi et al.'s ZB-H1 / 1F1B
+  // with the mean times
+  double replay[2], equal[2], qi_ratio;
 };
 inline ZeroBubbleRun run_zero_bubble(const Comm& world, int vocab, int m, int steps) {
   std::vector<std::unique_ptr<BenchTrainer>> t;
@@ -180,17 +185,52 @@ inline ZeroBubbleRun run_zero_bubble(const Comm& world, int vocab, int m, int st
   return run;
 }
 
+// The 1F1B and ZB-H1 lists (p stages, m microbatches) replayed by pp/simulate.hpp, sends free,
+// with each rank's measured per-pass times (`times`: per rank, 1F1B's then ZB-H1's StageTimes,
+// ms per step) or, `equal`, every stage given the ranks' mean: their spans bubbles into `out`.
+inline void replay(const std::vector<double>& times, int p, int m, bool equal, double out[2]) {
+  pp::Costs one, zb;
+  for (int r = 0; r < p; ++r) {
+    const double* t = &times[15 * r];  // 1F1B: F, fused backward, -; ZB-H1 (t + 5): F, B, W
+    one.stage.push_back({t[0] / m, t[1] / m, 0, 0});
+    zb.stage.push_back({t[5] / m, 0, t[6] / m, t[7] / m});
+  }
+  for (pp::Costs* c : {&one, &zb}) {
+    pp::PassTimes mean{};
+    for (const pp::PassTimes& t : c->stage)
+      mean.forward += t.forward / p, mean.backward += t.backward / p,
+          mean.backward_input += t.backward_input / p, mean.weight += t.weight / p;
+    if (equal) c->stage.assign(p, mean);
+  }
+  out[0] =
+      pp::simulate(pp::make_schedule({pp::ScheduleKind::one_f_one_b, p, m}), one).bubble_fraction;
+  out[1] = pp::simulate(pp::make_schedule({pp::ScheduleKind::zb_h1, p, m}), zb).bubble_fraction;
+}
+
+// Qi et al. 2023 §3.1 with the ranks' mean per-pass times: ZB-H1 idles (p-1)(F + B - W) of
+// m (F + B + W) + (p-1)(F + B - W), 1F1B (p-1)(F + Bf) of (m + p - 1)(F + Bf) (Bf: its fused
+// backward); ZB-H1's spans bubble over 1F1B's.
+inline double qi_ratio(const std::vector<double>& times, int p, int m) {
+  double F = 0, B = 0, W = 0;
+  for (int r = 0; r < p; ++r)  // sums over the ranks: the ratio is the means'
+    F += times[15 * r + 5], B += times[15 * r + 6], W += times[15 * r + 7];
+  const double idle = (p - 1) * (F + B - W);
+  return idle / (m * (F + B + W) + idle) / plan::bubble_share(p, m);
+}
+
 // ZB-H1 and ZB-V next to 1F1B: median spans bubble of `steps` steps each, and each stage's
 // activation peak in MiB (rank = stage), with ZB-H1's bound.
 // Appends to `where` each rank's StageTimes under each schedule. Returns the run.
 inline ZeroBubbleRun zero_bubble_row(const Comm& world, int vocab, int m, int steps,
                                      std::string& where) {
   const int p = world.size();
-  const ZeroBubbleRun run = run_zero_bubble(world, vocab, m, steps);
+  ZeroBubbleRun run = run_zero_bubble(world, vocab, m, steps);
   std::vector<double> peaks(3 * p), times(15 * p);
   world.all_gather(Span<const double>(run.peak, 3), Span<double>(peaks));
   world.all_gather(Span<const double>(&run.times[0].f, 15), Span<double>(times));
   if (world.rank() != 0) return run;
+  replay(times, p, m, false, run.replay), replay(times, p, m, true, run.equal);
+  run.qi_ratio = qi_ratio(times, p, m);
   const char* names[3] = {"1f1b", "zb-h1", "zbv"};
   for (int k = 0; k < 3; ++k)
     for (int r = 0; r < p; ++r) {
@@ -250,6 +290,13 @@ inline void zero_bubble_table(const Comm& world, int steps) {
       world.size(), goal.bubble[1] / goal.bubble[0],
       (goal.bubble[1] - goal.imbalance[1]) / (goal.bubble[0] - goal.imbalance[0]), goal.least[0],
       goal.least[1], goal.bubble[0], goal.bubble[1], goal.least[1] / goal.bubble[0]);
+  std::printf(
+      "# the two schedules' lists replayed (pp/simulate.hpp, sends free) with each rank's "
+      "measured per-pass times below: 1F1B %.3f, ZB-H1 %.3f, ZB-H1 / 1F1B %.2f; with every "
+      "stage given the ranks' mean times (equal stages): %.2f, Qi et al.'s formula with them "
+      "%.2f\n",
+      goal.replay[0], goal.replay[1], goal.replay[1] / goal.replay[0],
+      goal.equal[1] / goal.equal[0], goal.qi_ratio);
   std::printf(
       "\n# where each rank's step went, ms per step (medians; zbv: both chunks): F, B (1f1b: the "
       "fused backward), W, waiting in receives, the rest (sends, gaps); and per pass\n");

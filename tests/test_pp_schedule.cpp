@@ -258,6 +258,37 @@ TEST_CASE("ZB-H1 peak in-flight: 1F1B's until B on every stage, 1F1B's peak p un
   }
 }
 
+// A replay (Costs::stage): each stage runs its passes in its own measured times. The uniform
+// costs given to every stage change nothing; unequal stages, worked by hand for p = 2, m = 2.
+TEST_CASE("a replay with each stage's own pass times: uniform ones change nothing; by hand") {
+  for (const ScheduleSpec& spec : all_specs()) {
+    CAPTURE(name(spec));
+    const Costs uniform{1, 2, 0.25, 0.4};
+    Costs per_stage = uniform;
+    per_stage.stage.assign(spec.stages, PassTimes{1, 2, 1.2, 0.8});
+    const Simulation a = simulate(make_schedule(spec), uniform);
+    const Simulation b = simulate(make_schedule(spec), per_stage);
+    CHECK(b.makespan == doctest::Approx(a.makespan).epsilon(1e-12));
+    CHECK(b.bubble_fraction == doctest::Approx(a.bubble_fraction).epsilon(1e-12));
+  }
+  // 1F1B, stage 0 (F 1, backward 2) and the slower stage 1 (1.5, 3): stage 1 runs F0 [1, 2.5],
+  // B0 [2.5, 5.5], F1 [5.5, 7], B1 [7, 10]; stage 0 then B1 [10, 12].
+  Costs costs;
+  costs.stage = {PassTimes{1, 2, 0, 0}, PassTimes{1.5, 3, 0, 0}};
+  CHECK(simulate(make_schedule({ScheduleKind::one_f_one_b, 2, 2}), costs).makespan == 12);
+  // ZB-H1, stage 0 (F, B, W 1 each), stage 1 (F 1.5, B 2, W 1): stage 1 runs F0 [1, 2.5],
+  // B0 [2.5, 4.5], F1 [4.5, 6], B1 [6, 8], W0, W1 [8, 10]; stage 0 B1 [8, 9], W1 [9, 10]:
+  // busy 6 + 9 of 2 x 10.
+  costs.stage = {PassTimes{1, 0, 1, 1}, PassTimes{1.5, 0, 2, 1}};
+  const Simulation zb = simulate(make_schedule({ScheduleKind::zb_h1, 2, 2}), costs);
+  CHECK(zb.makespan == 10);
+  CHECK(zb.bubble_fraction == doctest::Approx(0.25).epsilon(1e-12));
+  costs.stage.pop_back();
+  CHECK_THROWS_WITH_AS(simulate(make_schedule({ScheduleKind::zb_h1, 2, 2}), costs),
+                       "pipeline schedule: pass times given for 1 stage(s), the schedule has 2",
+                       Error);
+}
+
 TEST_CASE("ZB-H1 for p = 4, m = 8: the lists of Qi et al. 2023, Figure 3") {
   const auto schedule = make_schedule({ScheduleKind::zb_h1, 4, 8});
   const std::vector<std::string> expected = {

@@ -25,11 +25,19 @@
 
 namespace trident::pp {
 
+// One microbatch through all of one stage's layers, as measured: the forward, the fused backward
+// (GPipe, 1F1B, interleaved) and zero-bubble's B and W.
+struct PassTimes {
+  double forward = 0, backward = 0, backward_input = 0, weight = 0;
+};
+
 // forward/backward: one microbatch through ALL of a stage's layers. backward is the fused
 // backward; zero-bubble's W takes weight_fraction of it and B the rest (equal F, B and W, as in
-// Qi et al. 2023's analysis: forward 1, backward 2, weight_fraction 0.5).
+// Qi et al. 2023's analysis: forward 1, backward 2, weight_fraction 0.5). `stage`, when not
+// empty, gives each stage its own times instead (a replay of measured ones; p2p still applies).
 struct Costs {
   double forward = 1, backward = 1, p2p = 0, weight_fraction = 0.5;
+  std::vector<PassTimes> stage = {};
 };
 
 struct Simulation {
@@ -211,12 +219,24 @@ class Player {
     t = end;
     return true;
   }
+  // What action `op` costs stage s: one chunk's share of a whole microbatch's pass.
+  double cost_of(int s, Op op) const {
+    if (!costs_.stage.empty()) {
+      const PassTimes& t = costs_.stage[s];
+      return (op == Op::forward           ? t.forward
+              : op == Op::backward_input  ? t.backward_input
+              : op == Op::backward_weight ? t.weight
+                                          : t.backward) /
+             chunks_;
+    }
+    const double share = op == Op::backward_input    ? 1 - costs_.weight_fraction
+                         : op == Op::backward_weight ? costs_.weight_fraction
+                                                     : 1;
+    return (op == Op::forward ? costs_.forward : costs_.backward * share) / chunks_;
+  }
   void compute(int s, const Action& a) {
     const bool forward = a.op == Op::forward;
-    const double share = a.op == Op::backward_input    ? 1 - costs_.weight_fraction
-                         : a.op == Op::backward_weight ? costs_.weight_fraction
-                                                       : 1;
-    const double cost = (forward ? costs_.forward : costs_.backward * share) / chunks_;
+    const double cost = cost_of(s, a.op);
     const IntervalKind kind = forward                       ? IntervalKind::forward
                               : a.op == Op::backward_weight ? IntervalKind::weight
                                                             : IntervalKind::backward;
@@ -248,6 +268,9 @@ class Player {
 inline Simulation simulate(const std::vector<std::vector<Action>>& schedule, Costs costs = {},
                            Placement placement = Placement::looped) {
   require(!schedule.empty(), "pipeline schedule: no stages to simulate");
+  require(costs.stage.empty() || costs.stage.size() == schedule.size(),
+          "pipeline schedule: pass times given for " + std::to_string(costs.stage.size()) +
+              " stage(s), the schedule has " + std::to_string(schedule.size()));
   int chunks = 1;
   for (const auto& actions : schedule)
     for (const Action& a : actions) chunks = std::max(chunks, a.chunk + 1);
