@@ -195,13 +195,14 @@ inline void replay(const std::vector<double>& times, int p, int m, bool equal, d
     one.stage.push_back({t[0] / m, t[1] / m, 0, 0});
     zb.stage.push_back({t[5] / m, 0, t[6] / m, t[7] / m});
   }
-  for (pp::Costs* c : {&one, &zb}) {
-    pp::PassTimes mean{};
-    for (const pp::PassTimes& t : c->stage)
-      mean.forward += t.forward / p, mean.backward += t.backward / p,
-          mean.backward_input += t.backward_input / p, mean.weight += t.weight / p;
-    if (equal) c->stage.assign(p, mean);
-  }
+  if (equal)
+    for (pp::Costs* c : {&one, &zb}) {
+      pp::PassTimes mean{};
+      for (const pp::PassTimes& t : c->stage)
+        mean.forward += t.forward / p, mean.backward += t.backward / p,
+            mean.backward_input += t.backward_input / p, mean.weight += t.weight / p;
+      c->stage.assign(p, mean);
+    }
   out[0] =
       pp::simulate(pp::make_schedule({pp::ScheduleKind::one_f_one_b, p, m}), one).bubble_fraction;
   out[1] = pp::simulate(pp::make_schedule({pp::ScheduleKind::zb_h1, p, m}), zb).bubble_fraction;

@@ -33,8 +33,8 @@ struct PassTimes {
 
 // forward/backward: one microbatch through ALL of a stage's layers. backward is the fused
 // backward; zero-bubble's W takes weight_fraction of it and B the rest (equal F, B and W, as in
-// Qi et al. 2023's analysis: forward 1, backward 2, weight_fraction 0.5). `stage`, when not
-// empty, gives each stage its own times instead (a replay of measured ones; p2p still applies).
+// Qi et al. 2023's analysis: forward 1, backward 2, weight_fraction 0.5): every stage the same.
+// `stage`, when not empty, gives each stage its own times instead (a replay of measured ones).
 struct Costs {
   double forward = 1, backward = 1, p2p = 0, weight_fraction = 0.5;
   std::vector<PassTimes> stage = {};
@@ -221,18 +221,12 @@ class Player {
   }
   // What action `op` costs stage s: one chunk's share of a whole microbatch's pass.
   double cost_of(int s, Op op) const {
-    if (!costs_.stage.empty()) {
-      const PassTimes& t = costs_.stage[s];
-      return (op == Op::forward           ? t.forward
-              : op == Op::backward_input  ? t.backward_input
-              : op == Op::backward_weight ? t.weight
-                                          : t.backward) /
-             chunks_;
-    }
-    const double share = op == Op::backward_input    ? 1 - costs_.weight_fraction
-                         : op == Op::backward_weight ? costs_.weight_fraction
-                                                     : 1;
-    return (op == Op::forward ? costs_.forward : costs_.backward * share) / chunks_;
+    const PassTimes& t = costs_.stage[s];
+    return (op == Op::forward           ? t.forward
+            : op == Op::backward_input  ? t.backward_input
+            : op == Op::backward_weight ? t.weight
+                                        : t.backward) /
+           chunks_;
   }
   void compute(int s, const Action& a) {
     const bool forward = a.op == Op::forward;
@@ -271,6 +265,10 @@ inline Simulation simulate(const std::vector<std::vector<Action>>& schedule, Cos
   require(costs.stage.empty() || costs.stage.size() == schedule.size(),
           "pipeline schedule: pass times given for " + std::to_string(costs.stage.size()) +
               " stage(s), the schedule has " + std::to_string(schedule.size()));
+  if (costs.stage.empty())  // every stage the same: F, the fused backward, and its B, W shares
+    costs.stage.assign(schedule.size(), PassTimes{costs.forward, costs.backward,
+                                                  costs.backward * (1 - costs.weight_fraction),
+                                                  costs.backward * costs.weight_fraction});
   int chunks = 1;
   for (const auto& actions : schedule)
     for (const Action& a : actions) chunks = std::max(chunks, a.chunk + 1);
