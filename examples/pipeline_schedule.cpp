@@ -5,15 +5,21 @@
 //   ./pipeline_schedule --schedule interleaved --stages 4 --microbatches 8 --chunks 2
 //   ./pipeline_schedule --schedule zb-h1 --stages 4 --microbatches 8 --backward-cost 2 --svg zb.svg
 //   ./pipeline_schedule --schedule zbv --stages 4 --microbatches 8 --backward-cost 2 --svg zbv.svg
+//   ./pipeline_schedule --schedule zb-h1 --stages 2 --microbatches 8 --backward-cost 2
+//   --stage-scale 1,1.04
 //
 // Prints each stage's actions (F3 / B3: forward / backward of microbatch 3; F3c1: its chunk 1;
 // zb-h1 and zbv: B3 the input gradient, W3 the weight gradient, drawn in their own greyer shade;
 // zbv's chunk 0 goes down the stages and its chunk 1 (F3c1, hatched) comes back up;
 // with --verbose also the receives and sends: rF3<1 receives F3's input from stage 1), the
 // simulated bubble next to the papers' formula, and the activations each stage holds at most.
+// --stage-scale makes the stages unequal (each stage's F, B and W times a factor, as an LM head
+// makes the last stage heavier): the bubble then, next to equal stages' and to 1F1B's on the
+// same stages, shows how much of a zero-bubble schedule's gain unequal stages take back.
 // --svg draws the timeline as in the GPipe and Megatron-LM figures; --trace writes a Chrome trace
 // for Perfetto or chrome://tracing. Needs no MPI beyond start-up; rank 0 does the printing.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <trident/io/chrome_trace.hpp>
@@ -31,6 +37,7 @@ namespace {
 
 struct Flags {
   std::string schedule = "1f1b", svg, trace;
+  std::vector<std::string> stage_scale;  // one factor per stage, or none (equal stages)
   pp::ScheduleSpec spec{pp::ScheduleKind::one_f_one_b, 4, 8, 1};
   pp::Costs costs;
   bool verbose = false;
@@ -53,6 +60,9 @@ void add_flags(cli::App& app, Flags& f) {
       ->check(cli::Range(0.0, 1.0))
       ->capture_default_str();
   app.add_option("--p2p-cost", f.costs.p2p, "time a message is in transit")->capture_default_str();
+  app.add_option("--stage-scale", f.stage_scale,
+                 "unequal stages: one factor per stage for its F, B and W, e.g. 1,1.04")
+      ->delimiter(',');
   app.add_option("--svg", f.svg, "write the timeline as SVG");
   app.add_option("--trace", f.trace, "write the timeline as a Chrome trace (JSON)");
   app.add_flag("--verbose", f.verbose, "also print each stage's receives and sends");
@@ -142,6 +152,46 @@ void print_peaks(const Flags& f, const pp::Simulation& sim) {
   std::printf("\n");
 }
 
+// --stage-scale: each stage's pass times, its factor times the costs' (the same on every rank,
+// errors included).
+std::vector<pp::PassTimes> scaled_stages(const Flags& f) {
+  require(static_cast<int>(f.stage_scale.size()) == f.spec.stages,
+          "--stage-scale needs one factor per stage: got " + std::to_string(f.stage_scale.size()) +
+              " for " + std::to_string(f.spec.stages) + " stages");
+  std::vector<pp::PassTimes> stages;
+  for (const std::string& text : f.stage_scale) {
+    std::size_t used = 0;
+    double k = 0;
+    try {
+      k = std::stod(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    require(
+        used == text.size() && std::isfinite(k) && k > 0,
+        "--stage-scale: expected a positive factor per stage such as 1,1.04, got '" + text + "'");
+    stages.push_back(f.costs.pass_times().scaled(k));
+  }
+  return stages;
+}
+
+// Unequal stages: this schedule's bubble next to its own on equal stages and to 1F1B's on both.
+void print_unequal(const Flags& f, const pp::Simulation& sim, const pp::Simulation& equal) {
+  const int p = f.spec.stages, m = f.spec.microbatches;
+  const auto one_f_one_b = pp::make_schedule({pp::ScheduleKind::one_f_one_b, p, m, 1});
+  pp::Costs same = f.costs;
+  same.stage = scaled_stages(f);
+  const double one = pp::simulate(one_f_one_b, same).bubble_fraction;
+  const double one_equal = pp::simulate(one_f_one_b, f.costs).bubble_fraction;
+  std::printf("with --stage-scale (stages unequal), bubble fraction: simulated %.4f (equal: %.4f)",
+              sim.bubble_fraction, equal.bubble_fraction);
+  if (f.spec.kind != pp::ScheduleKind::one_f_one_b)
+    std::printf("; 1F1B on the same stages %.4f (equal: %.4f); %s / 1F1B %.3f (equal: %.3f)", one,
+                one_equal, pp::to_string(f.spec.kind), sim.bubble_fraction / one,
+                equal.bubble_fraction / one_equal);
+  std::printf("\n");
+}
+
 // --svg and --trace, written by rank 0; a file that cannot be written is the same error on
 // every rank.
 void write_files(const Comm& world, const Flags& f, const pp::Simulation& sim) {
@@ -178,12 +228,19 @@ int main(int argc, char** argv) {
         f.spec.kind == pp::ScheduleKind::interleaved || f.spec.kind == pp::ScheduleKind::zbv;
     if (two && f.chunks->count() == 0) f.spec.chunks = 2;
     const auto schedule = pp::make_schedule(f.spec);
-    const pp::Simulation sim = pp::simulate(schedule, f.costs, pp::chunk_map(f.spec).placement);
-    require(!sim.deadlock, sim.deadlock_reason);
+    const pp::Placement placement = pp::chunk_map(f.spec).placement;
+    const pp::Simulation equal = pp::simulate(schedule, f.costs, placement);
+    require(!equal.deadlock, equal.deadlock_reason);
+    pp::Costs costs = f.costs;  // what the timeline shows: the stages as given
+    if (!f.stage_scale.empty()) costs.stage = scaled_stages(f);
+    const pp::Simulation sim = pp::simulate(schedule, costs, placement);
     if (world.rank() == 0) {
       print_actions(f, schedule);
-      print_bubble(f, sim);
-      print_peaks(f, sim);
+      if (!f.stage_scale.empty())
+        std::printf("on equal stages (as the papers' formulas assume):\n");
+      print_bubble(f, equal);
+      print_peaks(f, equal);
+      if (!f.stage_scale.empty()) print_unequal(f, sim, equal);
     }
     write_files(world, f, sim);
     return 0;

@@ -39,6 +39,12 @@ trident_cli_error(pp_layers_half_sum RANKS 2 PROGRAM train_gpt ARGS ${tiny} --la
   EXPECT "--pp-layers adds up to 3.5 layers, but the model has 3")
 trident_cli_error(split_sum RANKS 2 PROGRAM train_gpt ARGS ${tiny} --layers 4 --pp 2 --pp-layers 3,2
   EXPECT "--pp-layers adds up to 5 layers, but the model has 4")
+trident_cli_error(stage_scale_count RANKS 2 PROGRAM pipeline_schedule ARGS --stages 2 --stage-scale 1
+  EXPECT "--stage-scale needs one factor per stage: got 1 for 2 stages")
+trident_cli_error(stage_scale_text RANKS 2 PROGRAM pipeline_schedule ARGS --stages 2 --stage-scale 1,x
+  EXPECT "--stage-scale: expected a positive factor per stage such as 1,1.04, got 'x'")
+trident_cli_error(stage_scale_negative RANKS 2 PROGRAM pipeline_schedule ARGS --stages 2 --stage-scale 1,-2
+  EXPECT "--stage-scale: expected a positive factor per stage such as 1,1.04, got '-2'")
 trident_cli_error(interleaved_microbatches RANKS 2 PROGRAM train_gpt ARGS ${tiny} --layers 4 --pp 2
   --schedule interleaved --virtual-stages 2 --microbatches 3 --batch 6
   EXPECT "microbatches must be a multiple of stages (Narayanan et al. 2021 §2.2): got 3 microbatches for 2 stages")
@@ -165,6 +171,16 @@ add_test(NAME cli.one_step_report COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${one_step
          "-DEXPECT=1 steps: loss|n/a tokens/s (one step, which warms up)|pipeline bubble: measured n/a"
          -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_output.cmake)
 set_tests_properties(cli.one_step_report PROPERTIES TIMEOUT 60 ENVIRONMENT "OMP_NUM_THREADS=1")
+
+# pipeline_schedule with unequal stages, worked by hand (p = 2, m = 2; F 1, B 1, W 1 on stage 0,
+# 1.5 each on stage 1): ZB-H1 idles 5 of 2 x 10, 1F1B 9 of 2 x 12; on equal stages 2 of 14, 6 of 18.
+set(unequal $<TARGET_FILE:pipeline_schedule> --schedule zb-h1 --stages 2 --microbatches 2
+    --backward-cost 2 --stage-scale 1,1.5)
+string(REPLACE ";" "|" unequal "${unequal}")
+add_test(NAME cli.pipeline_schedule_unequal COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${unequal}"
+         "-DEXPECT=bubble fraction: simulated 0.2500 (equal: 0.1429); 1F1B on the same stages 0.3750 (equal: 0.3333); zb-h1 / 1F1B 0.667 (equal: 0.429)"
+         -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_output.cmake)
+set_tests_properties(cli.pipeline_schedule_unequal PROPERTIES TIMEOUT 60)
 
 # compare_losses fails on a loss that is not a number.
 add_test(NAME cli.compare_losses_nan COMMAND ${CMAKE_COMMAND} -DCOMPARE=$<TARGET_FILE:compare_losses>

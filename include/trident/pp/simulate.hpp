@@ -29,6 +29,9 @@ namespace trident::pp {
 // (GPipe, 1F1B, interleaved) and zero-bubble's B and W.
 struct PassTimes {
   double forward = 0, backward = 0, backward_input = 0, weight = 0;
+  PassTimes scaled(double k) const {
+    return {k * forward, k * backward, k * backward_input, k * weight};
+  }
 };
 
 // forward/backward: one microbatch through ALL of a stage's layers. backward is the fused
@@ -38,6 +41,10 @@ struct PassTimes {
 struct Costs {
   double forward = 1, backward = 1, p2p = 0, weight_fraction = 0.5;
   std::vector<PassTimes> stage = {};
+  // Every stage's times from the four numbers: F, the fused backward, and its B and W shares.
+  PassTimes pass_times() const {
+    return {forward, backward, backward * (1 - weight_fraction), backward * weight_fraction};
+  }
 };
 
 struct Simulation {
@@ -265,10 +272,7 @@ inline Simulation simulate(const std::vector<std::vector<Action>>& schedule, Cos
   require(costs.stage.empty() || costs.stage.size() == schedule.size(),
           "pipeline schedule: pass times given for " + std::to_string(costs.stage.size()) +
               " stage(s), the schedule has " + std::to_string(schedule.size()));
-  if (costs.stage.empty())  // every stage the same: F, the fused backward, and its B, W shares
-    costs.stage.assign(schedule.size(), PassTimes{costs.forward, costs.backward,
-                                                  costs.backward * (1 - costs.weight_fraction),
-                                                  costs.backward * costs.weight_fraction});
+  if (costs.stage.empty()) costs.stage.assign(schedule.size(), costs.pass_times());
   int chunks = 1;
   for (const auto& actions : schedule)
     for (const Action& a : actions) chunks = std::max(chunks, a.chunk + 1);
