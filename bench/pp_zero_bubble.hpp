@@ -19,9 +19,8 @@
 // holding only what W reads (w_stash_bytes), plus one block's output gradients while B allocates
 // them (9 N C). Then, per rank and schedule, where its step went: F, B (or the fused backward), W,
 // the waits in receives and the rest. The goal lines add, for 1F1B and ZB-H1, the least spans
-// bubble any schedule could leave with the stages' measured busy times (least_makespan), and
-// both schedules' lists replayed by pp/simulate.hpp with each rank's measured per-pass times
-// (replay): what the schedule itself gives on these stages, and with equal stages.
+// bubble any schedule could leave with the stages' measured busy times, and both schedules'
+// lists replayed with each rank's measured per-pass times, and with equal stages (pp_bounds.hpp).
 #pragma once
 
 #include <memory>
@@ -32,6 +31,7 @@
 #include <trident/trident.hpp>
 
 #include "bench_util.hpp"
+#include "pp_bounds.hpp"
 
 namespace bench {
 
@@ -63,19 +63,6 @@ inline StageTimes stage_times(const std::vector<pp::Interval>& intervals, double
   }
   t.other = makespan * 1e3 - t.f - t.b - t.w - t.recv;
   return t;
-}
-
-// The least makespan any schedule could reach with these busy times: rank s starts no earlier
-// than the forwards of the ranks before it on the first microbatch's way (measured: microbatch
-// 0's on chunk 0), then computes for its busy time; sends and receives taken as free.
-// times[2 s], times[2 s + 1]: rank s's first forward and busy time.
-inline double least_makespan(const std::vector<double>& times) {
-  double start = 0, least = 0;
-  for (std::size_t s = 0; 2 * s < times.size(); ++s) {
-    least = std::max(least, start + times[2 * s + 1]);
-    start += times[2 * s];
-  }
-  return least;
 }
 
 // One step of t (collective): the spans bubble; the part of it that the stages' unequal busy
@@ -183,40 +170,6 @@ inline ZeroBubbleRun run_zero_bubble(const Comm& world, int vocab, int m, int st
     rt.recv = med(&StageTimes::recv), rt.other = med(&StageTimes::other);
   }
   return run;
-}
-
-// The 1F1B and ZB-H1 lists (p stages, m microbatches) replayed by pp/simulate.hpp, sends free,
-// with each rank's measured per-pass times (`times`: per rank, 1F1B's then ZB-H1's StageTimes,
-// ms per step) or, `equal`, every stage given the ranks' mean: their spans bubbles into `out`.
-inline void replay(const std::vector<double>& times, int p, int m, bool equal, double out[2]) {
-  pp::Costs one, zb;
-  for (int r = 0; r < p; ++r) {
-    const double* t = &times[15 * r];  // 1F1B: F, fused backward, -; ZB-H1 (t + 5): F, B, W
-    one.stage.push_back({t[0] / m, t[1] / m, 0, 0});
-    zb.stage.push_back({t[5] / m, 0, t[6] / m, t[7] / m});
-  }
-  if (equal)
-    for (pp::Costs* c : {&one, &zb}) {
-      pp::PassTimes mean{};
-      for (const pp::PassTimes& t : c->stage)
-        mean.forward += t.forward / p, mean.backward += t.backward / p,
-            mean.backward_input += t.backward_input / p, mean.weight += t.weight / p;
-      c->stage.assign(p, mean);
-    }
-  out[0] =
-      pp::simulate(pp::make_schedule({pp::ScheduleKind::one_f_one_b, p, m}), one).bubble_fraction;
-  out[1] = pp::simulate(pp::make_schedule({pp::ScheduleKind::zb_h1, p, m}), zb).bubble_fraction;
-}
-
-// Qi et al. 2023 §3.1 with the ranks' mean per-pass times: ZB-H1 idles (p-1)(F + B - W) of
-// m (F + B + W) + (p-1)(F + B - W), 1F1B (p-1)(F + Bf) of (m + p - 1)(F + Bf) (Bf: its fused
-// backward); ZB-H1's spans bubble over 1F1B's.
-inline double qi_ratio(const std::vector<double>& times, int p, int m) {
-  double F = 0, B = 0, W = 0;
-  for (int r = 0; r < p; ++r)  // sums over the ranks: the ratio is the means'
-    F += times[15 * r + 5], B += times[15 * r + 6], W += times[15 * r + 7];
-  const double idle = (p - 1) * (F + B - W);
-  return idle / (m * (F + B + W) + idle) / plan::bubble_share(p, m);
 }
 
 // ZB-H1 and ZB-V next to 1F1B: median spans bubble of `steps` steps each, and each stage's
