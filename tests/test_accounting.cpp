@@ -9,6 +9,7 @@
 //  - PP: b*s*h per microbatch per stage boundary sent, none between chunks of one rank (PP = 1).
 #include <trident/models/gpt2/gpt2.hpp>
 #include <trident/train/formulas.hpp>
+#include <trident/train/report.hpp>
 
 #include "parity.hpp"
 
@@ -228,5 +229,32 @@ TEST_CASE("traffic with stage boundaries inside layers: the formula is what is s
     // every rank of PP=4 but the last holds the first half of a split layer or the second
     const int stage = t->mesh().stage();
     if (k.mesh.pp == 4 && stage < 3) CHECK(f.pp > 0);
+  }
+}
+
+// The run report's bubble (train/report.hpp): the idle share of all ranks' steps, and the busiest
+// rank's alone (the schedule's fill and drain on the critical stage), read off the same
+// intervals; equal with one stage, never larger with two.
+TEST_CASE("run report: the bubble of all ranks and of the busiest rank") {
+  for (int p : {1, 2}) {
+    auto comm = test::first_ranks(p, test::current_test_name());  // collective over the world
+    if (!comm) continue;
+    gpt2::Options o = test::small_options({1, p, 1});
+    o.microbatches = 2;
+    o.batch = 4;
+    auto t = trainer<double>(*comm, o);
+    std::vector<StepResult> measured;
+    for (int step = 0; step < 2; ++step) measured.push_back(t->step());
+    const RunReport r = make_report(*t, measured);
+    if (comm->rank() != 0) continue;
+    double most = 0, makespan = 0, compute = 0;
+    for (const RankFigures& f : r.ranks)
+      most = std::max(most, f.compute), makespan = std::max(makespan, f.end), compute += f.compute;
+    INFO("PP=" << p);
+    CHECK(r.bubble == doctest::Approx(1 - compute / (p * makespan)).epsilon(1e-12));
+    CHECK(r.busiest_idle == doctest::Approx(1 - most / makespan).epsilon(1e-12));
+    CHECK(r.busiest_idle <= r.bubble + 1e-12);
+    if (p == 1) CHECK(r.busiest_idle == doctest::Approx(r.bubble).epsilon(1e-12));
+    if (p == 2) CHECK(r.busiest_idle > 0);  // the last stage waits for the first forward
   }
 }

@@ -40,7 +40,9 @@ inline nlohmann::json run_json(const TrainOptions& o, const RunFlags& f, const s
   j["final_loss"] = losses.back();
   j["tokens_per_s"] = tokens_per_s;
   j["skipped_steps"] = skipped;
-  j["bubble"] = {{"measured", report.bubble}, {"formula", report.bubble_formula}};
+  j["bubble"] = {{"measured", report.bubble},
+                 {"busiest_rank_idle", report.busiest_idle},
+                 {"formula", report.bubble_formula}};
   for (const RankFigures& r : report.ranks)
     j["ranks"].push_back({{"coord", {r.tp, r.pp, r.dp}},
                           {"memory_bytes",

@@ -30,7 +30,10 @@ static_assert(sizeof(RankFigures) % sizeof(double) == 0);
 
 struct RunReport {
   std::vector<RankFigures> ranks;  // world rank order (world rank 0 only)
-  double bubble = 0, bubble_formula = 0;
+  // bubble: idle share of all ranks' step (the spans); busiest_idle: the busiest rank's alone, the
+  // fill and drain the schedule leaves on the critical stage (the rest of `bubble` is the other
+  // stages' lighter load, which no schedule fills)
+  double bubble = 0, bubble_formula = 0, busiest_idle = 0;
 };
 
 // Measures intervals and CommStats over `steps` steps (the caller resets the counters before them).
@@ -78,11 +81,12 @@ RunReport make_report(Trainer<M, T, S>& t, const std::vector<StepResult>& measur
                    Span<double>(all));
   report.ranks.resize(world.size());
   std::copy_n(all.data(), all.size(), reinterpret_cast<double*>(report.ranks.data()));
-  double compute = 0, makespan = 0;
+  double compute = 0, makespan = 0, most = 0;
   for (const RankFigures& r : report.ranks)
-    compute += r.compute, makespan = std::max(makespan, r.end);
+    compute += r.compute, makespan = std::max(makespan, r.end), most = std::max(most, r.compute);
   // no measured step (a run of one step): no bubble to report
   report.bubble = makespan > 0 ? 1.0 - compute / (report.ranks.size() * makespan) : std::nan("");
+  report.busiest_idle = makespan > 0 ? 1.0 - most / makespan : std::nan("");
   const TrainOptions& o = t.options();
   // GPipe, 1F1B and interleaved 1F1B: (p-1)/(v m + p-1); ZB-H1 with F = B = W: (p-1)/(3m + p-1);
   // ZB-V with F = B = W: idle / (3m + idle), idle = max((p-1)/2, 2p-1-m)
@@ -163,8 +167,11 @@ void print_report(const RunReport& r, const M& model, const TrainOptions& o) {
                 m.tp / MiB, f.tp / MiB, m.pp / MiB, f.pp / MiB, m.dp / MiB, f.dp / MiB, m.emb / MiB,
                 f.emb / MiB);
   }
-  char bubble[16] = "n/a";
-  if (!std::isnan(r.bubble)) std::snprintf(bubble, sizeof bubble, "%.3f", r.bubble);
+  char bubble[120] = "n/a";
+  if (!std::isnan(r.bubble))
+    std::snprintf(bubble, sizeof bubble,
+                  "%.3f (the busiest rank idles %.3f: fill and drain; the rest, lighter stages)",
+                  r.bubble, r.busiest_idle);
   if (o.mesh.pp > 1) print_stage_balance(r, model, o);
   if (o.mesh.pp > 1 && o.schedule == pp::ScheduleKind::zb_h1)
     std::printf(
