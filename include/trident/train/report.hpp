@@ -128,6 +128,32 @@ void print_stage_balance(const RunReport& r, const M& model, const TrainOptions&
                 1e3 * measured[s]);
 }
 
+// The measured pipeline bubble (all ranks', and the busiest rank's) next to the schedule's
+// formula.
+inline void print_pipeline_bubble(const RunReport& r, const TrainOptions& o) {
+  char bubble[120] = "n/a";
+  if (!std::isnan(r.bubble))
+    std::snprintf(bubble, sizeof bubble,
+                  "%.3f (the busiest rank idles %.3f: fill and drain; the rest, lighter stages)",
+                  r.bubble, r.busiest_idle);
+  if (o.schedule == pp::ScheduleKind::zb_h1)
+    std::printf(
+        "\npipeline bubble: measured %s, formula (p-1)/(3m+p-1) = %.3f for equal F, B, W "
+        "(Qi et al. 2023; p=%d, m=%d)\n",
+        bubble, r.bubble_formula, o.mesh.pp, o.microbatches);
+  else if (o.schedule == pp::ScheduleKind::zbv)
+    std::printf(
+        "\npipeline bubble: measured %s, idle/(3m+idle) with idle = max((p-1)/2, 2p-1-m) = %.3f "
+        "for equal F, B, W (the simulated ZB-V; Qi et al. 2024: 0; p=%d, m=%d)\n",
+        bubble, r.bubble_formula, o.mesh.pp, o.microbatches);
+  else
+    std::printf(
+        "\npipeline bubble: measured %s, formula (p-1)/(%sm+p-1) = %.3f "
+        "(p=%d, m=%d%s)\n",
+        bubble, o.virtual_stages > 1 ? "v " : "", r.bubble_formula, o.mesh.pp, o.microbatches,
+        o.virtual_stages > 1 ? (", v=" + std::to_string(o.virtual_stages)).c_str() : "");
+}
+
 template <class M>
 void print_report(const RunReport& r, const M& model, const TrainOptions& o) {
   const double MiB = 1024.0 * 1024.0;
@@ -167,28 +193,10 @@ void print_report(const RunReport& r, const M& model, const TrainOptions& o) {
                 m.tp / MiB, f.tp / MiB, m.pp / MiB, f.pp / MiB, m.dp / MiB, f.dp / MiB, m.emb / MiB,
                 f.emb / MiB);
   }
-  char bubble[120] = "n/a";
-  if (!std::isnan(r.bubble))
-    std::snprintf(bubble, sizeof bubble,
-                  "%.3f (the busiest rank idles %.3f: fill and drain; the rest, lighter stages)",
-                  r.bubble, r.busiest_idle);
-  if (o.mesh.pp > 1) print_stage_balance(r, model, o);
-  if (o.mesh.pp > 1 && o.schedule == pp::ScheduleKind::zb_h1)
-    std::printf(
-        "\npipeline bubble: measured %s, formula (p-1)/(3m+p-1) = %.3f for equal F, B, W "
-        "(Qi et al. 2023; p=%d, m=%d)\n",
-        bubble, r.bubble_formula, o.mesh.pp, o.microbatches);
-  else if (o.mesh.pp > 1 && o.schedule == pp::ScheduleKind::zbv)
-    std::printf(
-        "\npipeline bubble: measured %s, idle/(3m+idle) with idle = max((p-1)/2, 2p-1-m) = %.3f "
-        "for equal F, B, W (the simulated ZB-V; Qi et al. 2024: 0; p=%d, m=%d)\n",
-        bubble, r.bubble_formula, o.mesh.pp, o.microbatches);
-  else if (o.mesh.pp > 1)
-    std::printf(
-        "\npipeline bubble: measured %s, formula (p-1)/(%sm+p-1) = %.3f "
-        "(p=%d, m=%d%s)\n",
-        bubble, o.virtual_stages > 1 ? "v " : "", r.bubble_formula, o.mesh.pp, o.microbatches,
-        o.virtual_stages > 1 ? (", v=" + std::to_string(o.virtual_stages)).c_str() : "");
+  if (o.mesh.pp > 1) {
+    print_stage_balance(r, model, o);
+    print_pipeline_bubble(r, o);
+  }
 }
 
 }  // namespace trident
