@@ -1,51 +1,22 @@
-// pp/ schedules as data: structure of GPipe, 1F1B, interleaved 1F1B and ZB-H1, the simulator
-// against the papers' bubble formulas and activation counts, deadlock and mismatch detection,
-// validate()'s messages, and the SVG and Chrome trace exports. No MPI communication: runs on one
-// rank.
+// pp/ schedules as data: structure of GPipe, 1F1B and interleaved 1F1B, the simulator against
+// the papers' bubble formulas and activation counts, deadlock and mismatch detection, and
+// validate()'s messages (ZB-H1: test_pp_zb_h1.cpp; ZB-V: test_pp_zbv.cpp; the timeline's
+// exports: test_pp_timeline.cpp). No MPI communication: runs on one rank.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
-#include <trident/io/chrome_trace.hpp>
 #include <trident/plan/formulas.hpp>
 #include <trident/pp/schedule.hpp>
 #include <trident/pp/simulate.hpp>
-#include <trident/pp/svg.hpp>
+
+#include "pp_specs.hpp"
 
 using namespace trident;
 using namespace trident::pp;
-
-namespace {
-
-// Every valid spec with p in 1..8, m in 1..16 (interleaved: v in {2, 3}, m a multiple of p;
-// ZB-H1: m >= p).
-std::vector<ScheduleSpec> all_specs() {
-  std::vector<ScheduleSpec> specs;
-  for (int p = 1; p <= 8; ++p)
-    for (int m = 1; m <= 16; ++m) {
-      specs.push_back({ScheduleKind::gpipe, p, m, 1});
-      specs.push_back({ScheduleKind::one_f_one_b, p, m, 1});
-      for (int v : {2, 3})
-        if (m % p == 0) specs.push_back({ScheduleKind::interleaved, p, m, v});
-      if (m >= p) specs.push_back({ScheduleKind::zb_h1, p, m, 1});
-    }
-  return specs;
-}
-
-std::string name(const ScheduleSpec& s) {
-  return std::string(to_string(s.kind)) + " p=" + std::to_string(s.stages) +
-         " m=" + std::to_string(s.microbatches) + " v=" + std::to_string(s.chunks);
-}
-
-int count(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
-}  // namespace
+using namespace pp_test;
 
 TEST_CASE("parse_schedule and to_string round-trip; unknown names are an Error") {
   for (ScheduleKind k : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::interleaved,
@@ -220,95 +191,6 @@ TEST_CASE("interleaving divides the bubble by v: bubble time / ideal time = (p-1
   CHECK(inter == doctest::Approx(plain / 2));
 }
 
-// Qi et al. 2023 §3.1: ZB-H1's bubble is (p-1)(F + B - W) where 1F1B's is (p-1)(F + B + W);
-// with F = B = W (their Figure 3) a third of it. Checked also for W < B; W > B is not the
-// handcrafted schedule's regime.
-TEST_CASE("ZB-H1: makespan m (F + B + W) + (p-1)(F + B - W), a third of 1F1B's bubble") {
-  for (const ScheduleSpec& spec : all_specs()) {
-    if (spec.kind != ScheduleKind::zb_h1) continue;
-    CAPTURE(name(spec));
-    const int p = spec.stages, m = spec.microbatches;
-    for (double w_fraction : {0.5, 0.4, 0.3}) {
-      const Costs costs{1, 2, 0, w_fraction};
-      const double B = 2 * (1 - w_fraction), W = 2 * w_fraction;
-      const Simulation sim = simulate(make_schedule(spec), costs);
-      CHECK(sim.makespan == doctest::Approx(m * 3 + (p - 1) * (1 + B - W)).epsilon(1e-12));
-    }
-    const double ideal = 3.0 * m;  // F = B = W = 1
-    const Simulation zb = simulate(make_schedule(spec), {1, 2, 0, 0.5});
-    const Simulation one =
-        simulate(make_schedule({ScheduleKind::one_f_one_b, p, m, 1}), {1, 2, 0, 0.5});
-    CHECK(zb.makespan - ideal == doctest::Approx((one.makespan - ideal) / 3));
-    CHECK(zb.bubble_fraction == doctest::Approx(plan::zb_h1_bubble_share(p, m)).epsilon(1e-12));
-  }
-}
-
-// ZB-H1 keeps activations until W: every stage holds at most p microbatches, 1F1B's peak (its
-// stage 0); until B, exactly 1F1B's min(m, p - s), as F and B follow 1F1B's order.
-TEST_CASE("ZB-H1 peak in-flight: 1F1B's until B on every stage, 1F1B's peak p until W") {
-  for (const ScheduleSpec& spec : all_specs()) {
-    if (spec.kind != ScheduleKind::zb_h1) continue;
-    CAPTURE(name(spec));
-    const Simulation zb = simulate(make_schedule(spec));
-    const Simulation one =
-        simulate(make_schedule({ScheduleKind::one_f_one_b, spec.stages, spec.microbatches, 1}));
-    CHECK(zb.peak_before_input_gradient == one.peak_in_flight);
-    const int one_peak = *std::max_element(one.peak_in_flight.begin(), one.peak_in_flight.end());
-    for (int held : zb.peak_in_flight) CHECK(held == one_peak);
-  }
-}
-
-// A replay (Costs::stage): each stage runs its passes in its own measured times. The uniform
-// costs given to every stage change nothing; unequal stages, worked by hand for p = 2, m = 2.
-TEST_CASE("a replay with each stage's own pass times: uniform ones change nothing; by hand") {
-  for (const ScheduleSpec& spec : all_specs()) {
-    CAPTURE(name(spec));
-    const Costs uniform{1, 2, 0.25, 0.4};
-    Costs per_stage = uniform;
-    per_stage.stage.assign(spec.stages, PassTimes{1, 2, 1.2, 0.8});
-    const Simulation a = simulate(make_schedule(spec), uniform);
-    const Simulation b = simulate(make_schedule(spec), per_stage);
-    CHECK(b.makespan == doctest::Approx(a.makespan).epsilon(1e-12));
-    CHECK(b.bubble_fraction == doctest::Approx(a.bubble_fraction).epsilon(1e-12));
-  }
-  // 1F1B, stage 0 (F 1, backward 2) and the slower stage 1 (1.5, 3): stage 1 runs F0 [1, 2.5],
-  // B0 [2.5, 5.5], F1 [5.5, 7], B1 [7, 10]; stage 0 then B1 [10, 12].
-  Costs costs;
-  costs.stage = {PassTimes{1, 2, 0, 0}, PassTimes{1.5, 3, 0, 0}};
-  CHECK(simulate(make_schedule({ScheduleKind::one_f_one_b, 2, 2}), costs).makespan == 12);
-  // ZB-H1, stage 0 (F, B, W 1 each), stage 1 (F 1.5, B 2, W 1): stage 1 runs F0 [1, 2.5],
-  // B0 [2.5, 4.5], F1 [4.5, 6], B1 [6, 8], W0, W1 [8, 10]; stage 0 B1 [8, 9], W1 [9, 10]:
-  // busy 6 + 9 of 2 x 10.
-  costs.stage = {PassTimes{1, 0, 1, 1}, PassTimes{1.5, 0, 2, 1}};
-  const Simulation zb = simulate(make_schedule({ScheduleKind::zb_h1, 2, 2}), costs);
-  CHECK(zb.makespan == 10);
-  CHECK(zb.bubble_fraction == doctest::Approx(0.25).epsilon(1e-12));
-  costs.stage.pop_back();
-  CHECK_THROWS_WITH_AS(simulate(make_schedule({ScheduleKind::zb_h1, 2, 2}), costs),
-                       "pipeline schedule: pass times given for 1 stage(s), the schedule has 2",
-                       Error);
-}
-
-TEST_CASE("ZB-H1 for p = 4, m = 8: the lists of Qi et al. 2023, Figure 3") {
-  const auto schedule = make_schedule({ScheduleKind::zb_h1, 4, 8});
-  const std::vector<std::string> expected = {
-      "F0 F1 F2 F3 B0 W0 F4 B1 W1 F5 B2 W2 F6 B3 W3 F7 B4 W4 B5 W5 B6 W6 B7 W7",
-      "F0 F1 F2 B0 F3 B1 W0 F4 B2 W1 F5 B3 W2 F6 B4 W3 F7 B5 W4 B6 W5 B7 W6 W7",
-      "F0 F1 B0 F2 B1 F3 B2 W0 F4 B3 W1 F5 B4 W2 F6 B5 W3 F7 B6 W4 B7 W5 W6 W7",
-      "F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 F5 B5 W2 F6 B6 W3 F7 B7 W4 W5 W6 W7"};
-  for (int s = 0; s < 4; ++s) {
-    std::string line;
-    for (const Action& a : schedule[s])
-      if (is_compute(a.op)) line += (line.empty() ? "" : " ") + to_string(a);
-    CHECK(line == expected[s]);
-  }
-  CHECK_THROWS_WITH_AS(validate({ScheduleKind::zb_h1, 4, 3}),
-                       "pipeline schedule zb-h1: needs at least as many microbatches as stages, "
-                       "m >= p (Qi et al. 2023 §3.1): got 3 microbatches for 4 stages",
-                       Error);
-  CHECK_THROWS_AS(validate({ScheduleKind::zb_h1, 2, 4, 2}), Error);
-}
-
 // Interleaved: Megatron-LM's warm-up forwards plus the steady state's one, counted in chunks.
 TEST_CASE("peak in-flight: GPipe m, 1F1B min(m, p - s) on stage s, interleaved warm-up + 1") {
   for (const ScheduleSpec& spec : all_specs()) {
@@ -366,87 +248,4 @@ TEST_CASE("a receive without a send, a send never received, and order errors are
                        "runs before its recv_forward",
                        Error);
   CHECK_NOTHROW(simulate(schedule));
-}
-
-TEST_CASE("Timeline: makespan and bubble fraction of a measured timeline") {
-  Timeline t;
-  t.ranks = 2;
-  t.intervals = {{0, IntervalKind::forward, 0, 0, 10.0, 11.0},
-                 {0, IntervalKind::recv, 0, 0, 11.0, 12.0},
-                 {1, IntervalKind::backward, 0, 0, 12.0, 14.0}};
-  CHECK(t.makespan() == doctest::Approx(4.0));
-  // idle: rank 0 4 - 1 = 3, rank 1 4 - 2 = 2; (3 + 2) / (2 * 4)
-  CHECK(t.bubble_fraction() == doctest::Approx(5.0 / 8));
-  CHECK(Timeline{}.bubble_fraction() == 0);
-}
-
-TEST_CASE("timeline_svg: one numbered box per compute, chunk hatching, escaped title, an axis") {
-  const Simulation sim = simulate(make_schedule({ScheduleKind::interleaved, 2, 4, 2}));
-  const std::string svg = timeline_svg(sim.timeline, "p=2 & m=4 <interleaved>");
-  CHECK(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0) == 0);
-  CHECK(svg.find("</svg>") != std::string::npos);
-  CHECK(count(svg, "<g class=\"forward\">") == 2 * 4 * 2);
-  CHECK(count(svg, "<g class=\"backward\">") == 2 * 4 * 2);
-  CHECK(count(svg, "fill=\"url(#chunk1)\"") == 2 * 4 * 2 + 1);  // chunk-1 boxes + legend
-  CHECK(svg.find("p=2 &amp; m=4 &lt;interleaved&gt;") != std::string::npos);
-  CHECK(svg.find("<title>stage 1 backward microbatch 3 chunk 0") != std::string::npos);
-  CHECK(svg.find(">stage 1</text>") != std::string::npos);
-  const std::string ranks = timeline_svg(sim.timeline, "t", "rank");  // a run's rows are ranks
-  CHECK(ranks.find(">rank 1</text>") != std::string::npos);
-  CHECK(ranks.find(">stage 1</text>") == std::string::npos);
-  CHECK(svg.find(">time</text>") != std::string::npos);
-  CHECK(count(svg, "<g") == count(svg, "</g>"));
-  CHECK_THROWS_WITH_AS(write_timeline_svg("/nonexistent-dir/t.svg", sim.timeline, "t"),
-                       "cannot write the timeline SVG '/nonexistent-dir/t.svg'", Error);
-}
-
-TEST_CASE("chrome_trace: complete events in microseconds, one named track per rank") {
-  Timeline t;
-  t.ranks = 2;
-  t.intervals = {{0, IntervalKind::forward, 3, 0, 1.0, 2.5},
-                 {1, IntervalKind::backward, 3, 1, 2.5, 3.0}};
-  const nlohmann::json trace = chrome_trace(t, {"pp0", "pp1"});
-  const auto& events = trace.at("traceEvents");
-  std::vector<nlohmann::json> complete, names;
-  for (const auto& e : events) {
-    if (e.at("ph") == "X") complete.push_back(e);
-    if (e.at("ph") == "M" && e.at("name") == "thread_name") names.push_back(e);
-  }
-  REQUIRE(complete.size() == 2);
-  CHECK(complete[0].at("name") == "F3");
-  CHECK(complete[0].at("ts").get<double>() == doctest::Approx(1e6));
-  CHECK(complete[0].at("dur").get<double>() == doctest::Approx(1.5e6));
-  CHECK(complete[0].at("tid") == 0);
-  CHECK(complete[1].at("name") == "B3c1");
-  CHECK(complete[1].at("tid") == 1);
-  CHECK(complete[1].at("cat") == "backward");
-  REQUIRE(names.size() == 2);
-  CHECK(names[1].at("tid") == 1);
-  CHECK(names[1].at("args").at("name") == "pp1");
-  CHECK(chrome_trace(t, {}).at("traceEvents")[1].at("args").at("name") == "stage 0");
-  CHECK_THROWS_WITH_AS(chrome_trace(t, {"only one"}), "chrome_trace: 1 rank names for 2 ranks",
-                       Error);
-  CHECK_THROWS_WITH_AS(write_chrome_trace("/nonexistent-dir/trace.json", t, {}),
-                       "cannot write the Chrome trace '/nonexistent-dir/trace.json'", Error);
-}
-
-TEST_CASE("ZB-H1's W passes: their own boxes and shade in the SVG, W<n> in the Chrome trace") {
-  const Simulation sim = simulate(make_schedule({ScheduleKind::zb_h1, 4, 8}), {1, 2, 0, 0.5});
-  const std::string svg = timeline_svg(sim.timeline, "zb-h1");
-  CHECK(count(svg, "<g class=\"forward\">") == 4 * 8);
-  CHECK(count(svg, "<g class=\"backward\">") == 4 * 8);
-  CHECK(count(svg, "<g class=\"weight\">") == 4 * 8);
-  CHECK(count(svg, "W: weight gradient") == 1);
-  // microbatch 3's three boxes in three different colours
-  const std::string f = detail::box_colour(3, IntervalKind::forward),
-                    b = detail::box_colour(3, IntervalKind::backward),
-                    w = detail::box_colour(3, IntervalKind::weight);
-  CHECK(f != w);
-  CHECK(b != w);
-  CHECK(svg.find("fill=\"" + w + "\"") != std::string::npos);
-  int weights = 0;
-  const nlohmann::json trace = chrome_trace(sim.timeline, {});
-  for (const auto& e : trace.at("traceEvents"))
-    if (e.value("cat", "") == "weight") weights += e.at("name").get<std::string>()[0] == 'W';
-  CHECK(weights == 4 * 8);
 }

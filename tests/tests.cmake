@@ -4,7 +4,8 @@ trident_mpi_test(core RANKS 1 2 4 8 TIMEOUT 120 SOURCES test_comm.cpp test_comm_
 trident_mpi_test(tensor RANKS 1 2 4 TIMEOUT 120 SOURCES test_tensor.cpp)
 add_subdirectory(package)
 trident_mpi_test(safetensors RANKS 1 TIMEOUT 120 SOURCES test_safetensors.cpp)
-trident_mpi_test(pp_schedule RANKS 1 TIMEOUT 120 SOURCES test_pp_schedule.cpp test_pp_zbv.cpp)
+trident_mpi_test(pp_schedule RANKS 1 TIMEOUT 120 SOURCES test_pp_schedule.cpp test_pp_zb_h1.cpp
+                 test_pp_zbv.cpp test_pp_timeline.cpp)
 trident_mpi_test(inference RANKS 8 TIMEOUT 600 SOURCES test_inference.cpp)
 trident_mpi_test(parity_tp RANKS 1 2 4 8 TIMEOUT 600 SOURCES test_parity_tp.cpp)
 trident_mpi_test(plan RANKS 1 TIMEOUT 120 SOURCES test_plan.cpp)

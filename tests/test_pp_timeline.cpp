@@ -1,0 +1,106 @@
+// pp/ timelines: makespan and bubble of a measured timeline, and their SVG and Chrome trace
+// exports. No MPI communication: runs on one rank.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <string>
+#include <trident/io/chrome_trace.hpp>
+#include <trident/pp/schedule.hpp>
+#include <trident/pp/simulate.hpp>
+#include <trident/pp/svg.hpp>
+
+using namespace trident;
+using namespace trident::pp;
+
+namespace {
+
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("Timeline: makespan and bubble fraction of a measured timeline") {
+  Timeline t;
+  t.ranks = 2;
+  t.intervals = {{0, IntervalKind::forward, 0, 0, 10.0, 11.0},
+                 {0, IntervalKind::recv, 0, 0, 11.0, 12.0},
+                 {1, IntervalKind::backward, 0, 0, 12.0, 14.0}};
+  CHECK(t.makespan() == doctest::Approx(4.0));
+  // idle: rank 0 4 - 1 = 3, rank 1 4 - 2 = 2; (3 + 2) / (2 * 4)
+  CHECK(t.bubble_fraction() == doctest::Approx(5.0 / 8));
+  CHECK(Timeline{}.bubble_fraction() == 0);
+}
+
+TEST_CASE("timeline_svg: one numbered box per compute, chunk hatching, escaped title, an axis") {
+  const Simulation sim = simulate(make_schedule({ScheduleKind::interleaved, 2, 4, 2}));
+  const std::string svg = timeline_svg(sim.timeline, "p=2 & m=4 <interleaved>");
+  CHECK(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0) == 0);
+  CHECK(svg.find("</svg>") != std::string::npos);
+  CHECK(count(svg, "<g class=\"forward\">") == 2 * 4 * 2);
+  CHECK(count(svg, "<g class=\"backward\">") == 2 * 4 * 2);
+  CHECK(count(svg, "fill=\"url(#chunk1)\"") == 2 * 4 * 2 + 1);  // chunk-1 boxes + legend
+  CHECK(svg.find("p=2 &amp; m=4 &lt;interleaved&gt;") != std::string::npos);
+  CHECK(svg.find("<title>stage 1 backward microbatch 3 chunk 0") != std::string::npos);
+  CHECK(svg.find(">stage 1</text>") != std::string::npos);
+  const std::string ranks = timeline_svg(sim.timeline, "t", "rank");  // a run's rows are ranks
+  CHECK(ranks.find(">rank 1</text>") != std::string::npos);
+  CHECK(ranks.find(">stage 1</text>") == std::string::npos);
+  CHECK(svg.find(">time</text>") != std::string::npos);
+  CHECK(count(svg, "<g") == count(svg, "</g>"));
+  CHECK_THROWS_WITH_AS(write_timeline_svg("/nonexistent-dir/t.svg", sim.timeline, "t"),
+                       "cannot write the timeline SVG '/nonexistent-dir/t.svg'", Error);
+}
+
+TEST_CASE("chrome_trace: complete events in microseconds, one named track per rank") {
+  Timeline t;
+  t.ranks = 2;
+  t.intervals = {{0, IntervalKind::forward, 3, 0, 1.0, 2.5},
+                 {1, IntervalKind::backward, 3, 1, 2.5, 3.0}};
+  const nlohmann::json trace = chrome_trace(t, {"pp0", "pp1"});
+  const auto& events = trace.at("traceEvents");
+  std::vector<nlohmann::json> complete, names;
+  for (const auto& e : events) {
+    if (e.at("ph") == "X") complete.push_back(e);
+    if (e.at("ph") == "M" && e.at("name") == "thread_name") names.push_back(e);
+  }
+  REQUIRE(complete.size() == 2);
+  CHECK(complete[0].at("name") == "F3");
+  CHECK(complete[0].at("ts").get<double>() == doctest::Approx(1e6));
+  CHECK(complete[0].at("dur").get<double>() == doctest::Approx(1.5e6));
+  CHECK(complete[0].at("tid") == 0);
+  CHECK(complete[1].at("name") == "B3c1");
+  CHECK(complete[1].at("tid") == 1);
+  CHECK(complete[1].at("cat") == "backward");
+  REQUIRE(names.size() == 2);
+  CHECK(names[1].at("tid") == 1);
+  CHECK(names[1].at("args").at("name") == "pp1");
+  CHECK(chrome_trace(t, {}).at("traceEvents")[1].at("args").at("name") == "stage 0");
+  CHECK_THROWS_WITH_AS(chrome_trace(t, {"only one"}), "chrome_trace: 1 rank names for 2 ranks",
+                       Error);
+  CHECK_THROWS_WITH_AS(write_chrome_trace("/nonexistent-dir/trace.json", t, {}),
+                       "cannot write the Chrome trace '/nonexistent-dir/trace.json'", Error);
+}
+
+TEST_CASE("ZB-H1's W passes: their own boxes and shade in the SVG, W<n> in the Chrome trace") {
+  const Simulation sim = simulate(make_schedule({ScheduleKind::zb_h1, 4, 8}), {1, 2, 0, 0.5});
+  const std::string svg = timeline_svg(sim.timeline, "zb-h1");
+  CHECK(count(svg, "<g class=\"forward\">") == 4 * 8);
+  CHECK(count(svg, "<g class=\"backward\">") == 4 * 8);
+  CHECK(count(svg, "<g class=\"weight\">") == 4 * 8);
+  CHECK(count(svg, "W: weight gradient") == 1);
+  // microbatch 3's three boxes in three different colours
+  const std::string f = detail::box_colour(3, IntervalKind::forward),
+                    b = detail::box_colour(3, IntervalKind::backward),
+                    w = detail::box_colour(3, IntervalKind::weight);
+  CHECK(f != w);
+  CHECK(b != w);
+  CHECK(svg.find("fill=\"" + w + "\"") != std::string::npos);
+  int weights = 0;
+  const nlohmann::json trace = chrome_trace(sim.timeline, {});
+  for (const auto& e : trace.at("traceEvents"))
+    if (e.value("cat", "") == "weight") weights += e.at("name").get<std::string>()[0] == 'W';
+  CHECK(weights == 4 * 8);
+}
