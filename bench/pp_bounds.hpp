@@ -48,15 +48,13 @@ inline void replay(const std::vector<double>& times, int p, int m, bool equal, d
   out[1] = pp::simulate(pp::make_schedule({pp::ScheduleKind::zb_h1, p, m}), zb).bubble_fraction;
 }
 
-// Qi et al. 2023 §3.1 with the ranks' mean per-pass times: ZB-H1 idles (p-1)(F + B - W) of
-// m (F + B + W) + (p-1)(F + B - W), 1F1B (p-1)(F + Bf) of (m + p - 1)(F + Bf) (Bf: its fused
-// backward); ZB-H1's spans bubble over 1F1B's.
+// Qi et al. 2023 §3.1 with the ranks' mean per-pass times (plan::zb_h1_bubble_share), over
+// 1F1B's (p-1)/(m + p-1): ZB-H1's spans bubble over 1F1B's on equal stages.
 inline double qi_ratio(const std::vector<double>& times, int p, int m) {
   double F = 0, B = 0, W = 0;
   for (int r = 0; r < p; ++r)  // sums over the ranks: the ratio is the means'
     F += times[15 * r + 5], B += times[15 * r + 6], W += times[15 * r + 7];
-  const double idle = (p - 1) * (F + B - W);
-  return idle / (m * (F + B + W) + idle) / plan::bubble_share(p, m);
+  return plan::zb_h1_bubble_share(p, m, F, B, W) / plan::bubble_share(p, m);
 }
 
 }  // namespace bench

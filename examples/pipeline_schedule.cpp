@@ -176,12 +176,12 @@ std::vector<pp::PassTimes> scaled_stages(const Flags& f) {
 }
 
 // Unequal stages: this schedule's bubble next to its own on equal stages and to 1F1B's on both.
-void print_unequal(const Flags& f, const pp::Simulation& sim, const pp::Simulation& equal) {
+// `costs`: the unequal stages' (scaled_stages).
+void print_unequal(const Flags& f, const pp::Costs& costs, const pp::Simulation& sim,
+                   const pp::Simulation& equal) {
   const int p = f.spec.stages, m = f.spec.microbatches;
   const auto one_f_one_b = pp::make_schedule({pp::ScheduleKind::one_f_one_b, p, m, 1});
-  pp::Costs same = f.costs;
-  same.stage = scaled_stages(f);
-  const double one = pp::simulate(one_f_one_b, same).bubble_fraction;
+  const double one = pp::simulate(one_f_one_b, costs).bubble_fraction;
   const double one_equal = pp::simulate(one_f_one_b, f.costs).bubble_fraction;
   std::printf("with --stage-scale (stages unequal), bubble fraction: simulated %.4f (equal: %.4f)",
               sim.bubble_fraction, equal.bubble_fraction);
@@ -240,7 +240,7 @@ int main(int argc, char** argv) {
         std::printf("on equal stages (as the papers' formulas assume):\n");
       print_bubble(f, equal);
       print_peaks(f, equal);
-      if (!f.stage_scale.empty()) print_unequal(f, sim, equal);
+      if (!f.stage_scale.empty()) print_unequal(f, costs, sim, equal);
     }
     write_files(world, f, sim);
     return 0;

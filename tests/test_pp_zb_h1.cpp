@@ -28,6 +28,8 @@ TEST_CASE("ZB-H1: makespan m (F + B + W) + (p-1)(F + B - W), a third of 1F1B's b
       const double B = 2 * (1 - w_fraction), W = 2 * w_fraction;
       const Simulation sim = simulate(make_schedule(spec), costs);
       CHECK(sim.makespan == doctest::Approx(m * 3 + (p - 1) * (1 + B - W)).epsilon(1e-12));
+      CHECK(sim.bubble_fraction ==
+            doctest::Approx(plan::zb_h1_bubble_share(p, m, 1, B, W)).epsilon(1e-12));
     }
     const double ideal = 3.0 * m;  // F = B = W = 1
     const Simulation zb = simulate(make_schedule(spec), {1, 2, 0, 0.5});

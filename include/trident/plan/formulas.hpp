@@ -110,11 +110,13 @@ inline double bubble_share(int pp, int microbatches, int virtual_stages = 1) {
          (static_cast<double>(virtual_stages) * microbatches + pp - 1);
 }
 
-// ZB-H1 with equal F, B and W (Qi et al. 2023, "Zero Bubble Pipeline Parallelism", §3.1): idle
-// (p-1)(F + B - W) = (p-1) F next to m (F + B + W) = 3 m F of work per stage, a share of
-// (p-1)/(3m + p-1).
-inline double zb_h1_bubble_share(int pp, int microbatches) {
-  return static_cast<double>(pp - 1) / (3.0 * microbatches + pp - 1);
+// ZB-H1 (Qi et al. 2023, "Zero Bubble Pipeline Parallelism", §3.1) on equal stages: idle
+// (p-1)(F + B - W) next to m (F + B + W) of work per stage; with equal F, B and W (the default)
+// a share of (p-1)/(3m + p-1).
+inline double zb_h1_bubble_share(int pp, int microbatches, double F = 1, double B = 1,
+                                 double W = 1) {
+  const double idle = (pp - 1) * (F + B - W);
+  return idle / (microbatches * (F + B + W) + idle);
 }
 
 // ZB-V (pp/schedule_zbv.hpp) with equal F, B and W: Qi et al. 2024 give a bubble of 0; what
