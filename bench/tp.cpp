@@ -24,13 +24,13 @@ namespace {
 struct Groups {
   const Comm& world;
   double seconds;
-  TensorParallel alone, tp2;
+  TensorParallel<> alone, tp2;
 };
 
 // One row: a TP layer call (on the given group, every rank) next to the plain GEMMs of its
 // local shapes.
 void compare(const Groups& g, const std::string& name,
-             std::function<void(const TensorParallel&)> ours, std::vector<Gemm> gemms) {
+             std::function<void(const TensorParallel<>&)> ours, std::vector<Gemm> gemms) {
   PlainGemms plain(std::move(gemms));
   auto on_all = [&](std::function<void()> f) {
     return [&g, f] {
@@ -59,7 +59,7 @@ void linear_rows(const Groups& g, const char* name, int N, int in, int out) {
   auto &x = d.x, &w = d.w, &b = d.b, &dy = d.y, &dx = d.dx, &dw = d.dw, &db = d.db;
   compare(
       g, std::string(name) + " fwd",
-      [&](const TensorParallel& tp) {
+      [&](const TensorParallel<>& tp) {
         if constexpr (column)
           layer.forward(tp, y.data(), x.data(), nullptr, w.data(), b.data(), N);
         else
@@ -68,7 +68,7 @@ void linear_rows(const Groups& g, const char* name, int N, int in, int out) {
       linear_forward_gemms(name, N, in, out));
   compare(
       g, std::string(name) + " bwd",
-      [&](const TensorParallel& tp) {
+      [&](const TensorParallel<>& tp) {
         if constexpr (column)
           layer.backward(tp, dx.data(), dx.data(), dw.data(), db.data(), dy.data(), x.data(),
                          w.data(), N);

@@ -36,16 +36,17 @@ endif()
 # Code compiled once for every program instead of once in each (docs/ARCHITECTURE.md §9),
 # internal (the installed library stays header-only): trident_cli, io/cli.hpp's definitions on
 # CLI11 (the programs do not see CLI11's headers); trident_instances, the templates the programs
-# declare `extern template` under TRIDENT_PREBUILT_INSTANCES (GPT-2's trainers in one source,
-# train/prebuilt.hpp; Eigen's GEMM, backend/cpu/gemm.hpp).
+# declare `extern template` under TRIDENT_PREBUILT_INSTANCES (GPT-2's trainers, one source per
+# backend, train/prebuilt.hpp; Eigen's GEMM, backend/cpu/gemm.hpp).
 add_library(trident_cli STATIC ${PROJECT_SOURCE_DIR}/instances/cli.cpp)
 target_link_libraries(trident_cli PRIVATE trident_program_settings CLI11::CLI11)
 trident_optimize(trident_cli UNTIMED)
 add_library(trident_instances STATIC ${PROJECT_SOURCE_DIR}/instances/gpt2.cpp
-            ${PROJECT_SOURCE_DIR}/instances/gemm.cpp)
+            ${PROJECT_SOURCE_DIR}/instances/gpt2_emulated.cpp ${PROJECT_SOURCE_DIR}/instances/gemm.cpp)
 # Llama's trainers, in a library of their own: linked by the two programs that train Llama
 # (train_llama, the llama tests), not compiled for the CUDA build's tests.
-add_library(trident_llama_instances STATIC ${PROJECT_SOURCE_DIR}/instances/llama.cpp)
+add_library(trident_llama_instances STATIC ${PROJECT_SOURCE_DIR}/instances/llama.cpp
+            ${PROJECT_SOURCE_DIR}/instances/llama_emulated.cpp)
 foreach(instances trident_instances trident_llama_instances)
   target_link_libraries(${instances} PRIVATE trident_program_settings)
   trident_optimize(${instances} TIMED)

@@ -40,17 +40,17 @@ struct Tolerance {
   bool whole_model = false;
 };
 
-// Runs `steps` steps of both and checks losses and parameters. M: the model the trainer runs
-// (gpt2::Model, or another model of GPT-2's parameters, e.g. gpt2::BackendModel).
-template <class T, class S = T, class M = gpt2::Model>
+// Runs `steps` steps of both and checks losses and parameters. B: the backend the trainer runs
+// on (backend::Cpu, or backend::Emulated: the CPU as a guarded device).
+template <class T, class S = T, class B = backend::Cpu>
 void check_parity(const Comm& comm, const gpt2::Options& o, int steps, double tol) {
-  check_parity<T, S, M>(comm, o, steps, Tolerance{tol, tol * 10, tol, false});
+  check_parity<T, S, B>(comm, o, steps, Tolerance{tol, tol * 10, tol, false});
 }
 
-template <class T, class S = T, class M = gpt2::Model>
+template <class T, class S = T, class B = backend::Cpu>
 void check_parity(const Comm& comm, const gpt2::Options& o, int steps, Tolerance tol) {
   const TokenSource data = TokenSource::synthetic(o.model.vocab);
-  Trainer<M, T, S> trainer(comm, M(o.model), o, data);
+  gpt2::Trainer<T, S, B> trainer(comm, o, data);
   gpt2::ReferenceGPT<T> ref(o.model);
   for (int s = 0; s < steps; ++s) {
     const StepResult r = trainer.step();
@@ -65,9 +65,9 @@ void check_parity(const Comm& comm, const gpt2::Options& o, int steps, Tolerance
   Diff diff;
   double diff2 = 0, norm2 = 0;  // this rank's share of the whole-model 2-norms
   for (int c = 0; c < trainer.chunks(); ++c) {
-    UnitStore<T, S>& st = trainer.chunk(c).store();
+    UnitStore<T, S, B>& st = trainer.chunk(c).store();
     for (int u = 0; u < st.size(); ++u) {
-      const T* p = st.gather_parameters(u);
+      const std::vector<T> p = backend::host_copy<B>(st.gather_parameters(u), st.padded(u));
       // each element once in the whole-model norms: one TP rank for replicated tensors, one
       // DP replica, the first stage's copy of the tied embedding
       auto counted = [&](const LocalParam& lp) {

@@ -83,9 +83,10 @@ TEST_CASE("linear: forward against loops, backward against finite differences") 
 
   // No bias, no dx: the same weight gradient, added once more.
   Vec dw2 = dw;
-  nn::linear_backward<double>(nullptr, dw2.data(), nullptr, R.data(), x.data(), w.data(), N, I, O);
+  nn::linear_backward<backend::Cpu, double>(nullptr, dw2.data(), nullptr, R.data(), x.data(),
+                                            w.data(), N, I, O);
   CHECK(max_abs_diff(minus(dw2, dw), minus(dw, dw0)) < 1e-14);
-  nn::linear_forward<double>(out.data(), x.data(), w.data(), nullptr, N, I, O);
+  nn::linear_forward<backend::Cpu, double>(out.data(), x.data(), w.data(), nullptr, N, I, O);
   double s = 0;
   for (int i = 0; i < I; ++i) s += x[i] * w[i * O];
   CHECK(std::abs(out[0] - s) < 1e-14);
@@ -166,8 +167,9 @@ TEST_CASE("linear and layernorm: backward split into input (B) and weight (W) eq
                          gain.data(), mean.data(), rstd.data(), N, C, nn::BackwardPart::input);
   CHECK(dxl_b == dxl);
   CHECK(dg_b == Vec(C, 0.5));
-  nn::layernorm_backward<double>(nullptr, dg_b.data(), dbl_b.data(), dyl.data(), xl.data(), nullptr,
-                                 mean.data(), rstd.data(), N, C, nn::BackwardPart::weight);
+  nn::layernorm_backward<backend::Cpu, double>(nullptr, dg_b.data(), dbl_b.data(), dyl.data(),
+                                               xl.data(), nullptr, mean.data(), rstd.data(), N, C,
+                                               nn::BackwardPart::weight);
   CHECK(dg_b == dg);
   CHECK(dbl_b == dbl);
 }

@@ -21,7 +21,7 @@ Matrix<double> random_matrix(int rows, int cols, unsigned seed) {
   return m;
 }
 // The sharded tensor of a global matrix (cols = 0: a vector, the matrix's one row).
-ShardedTensor<double> shard(const Matrix<double>& g, const TensorParallel& tp, Placement p,
+ShardedTensor<double> shard(const Matrix<double>& g, const TensorParallel<>& tp, Placement p,
                             std::int64_t padded = 0) {
   return ShardedTensor<double>::from_global(
       g, tp.layout(g.rows() == 1 && p != Placement::Shard(1) ? g.cols() : g.rows(),

@@ -4,7 +4,7 @@ set_tests_properties(cuda_host.1ranks cuda_host.2ranks PROPERTIES LABELS cuda)
 list(APPEND trident_cuda_test_targets test_cuda_host)
 
 # Compiled by nvcc; not trident_programs (its -march=native and -W flags are g++'s).
-add_executable(test_cuda_gpu test_kernels_gpu.cu gpu_main.cpp)
+add_executable(test_cuda_gpu test_layers_gpu.cu gpu_main.cpp)
 target_link_libraries(test_cuda_gpu PRIVATE trident doctest::doctest)
 add_test(NAME cuda_gpu COMMAND test_cuda_gpu)
 set_tests_properties(cuda_gpu PROPERTIES LABELS "cuda;gpu" SKIP_RETURN_CODE 77 TIMEOUT 300)

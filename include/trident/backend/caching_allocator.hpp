@@ -5,8 +5,9 @@
 // Source is where blocks really come from: allocate(bytes) returns nullptr when the device is
 // out of memory, free(p) gives one back, name() names the device ("cuda:0 (NVIDIA H200)").
 // Sizes are rounded up to kGranule. When the source refuses, every cached block is returned
-// and the allocation retried once; when it refuses again, a trident::Error names the device,
-// the bytes asked for and the bytes held. The counts of MemoryStats are DeviceBuffer's (live
+// and the allocation retried once; when it refuses again, a DeviceOutOfMemory (a trident::Error)
+// names the device, the bytes asked for, the bytes held and what holds them: the live buffers
+// of this process by kind (MemoryStats). The counts of MemoryStats are DeviceBuffer's (live
 // bytes, as on the host); this class only reports live and cached bytes for the message.
 #pragma once
 
@@ -17,8 +18,15 @@
 #include <utility>
 
 #include "../core/error.hpp"
+#include "../core/memory.hpp"
 
 namespace trident::backend {
+
+// A device allocation refused for want of memory.
+class DeviceOutOfMemory : public Error {
+ public:
+  using Error::Error;
+};
 
 template <class Source>
 class CachingAllocator {
@@ -84,10 +92,16 @@ class CachingAllocator {
     cached_ = 0;
   }
   [[noreturn]] void out_of_memory(std::size_t bytes, std::size_t released) const {
-    throw Error(source_.name() + ": out of memory: asked for " + std::to_string(bytes) +
-                " bytes, " + std::to_string(live_) + " bytes held by live buffers" +
-                (released ? ", " + std::to_string(released) + " cached bytes released first"
-                          : std::string()));
+    std::string held;
+    for (int k = 0; k < kMemoryKinds; ++k)
+      held += std::string(k ? ", " : "") + to_string(MemoryKind(k)) + " " +
+              std::to_string(memory_stats().current(MemoryKind(k)));
+    throw DeviceOutOfMemory(
+        source_.name() + ": out of memory: asked for " + std::to_string(bytes) + " bytes, " +
+        std::to_string(live_) +
+        " bytes held by live buffers (this process's buffers by kind, bytes: " + held + ")" +
+        (released ? "; " + std::to_string(released) + " cached bytes were released first"
+                  : std::string()));
   }
 
   Source source_;

@@ -221,6 +221,13 @@ class Comm : public CommHandle {
   }
   void barrier() const { ibarrier().wait(); }
 
+  // An operation on this group run outside MPI (NCCL, backend/device_comm.hpp): run(what) is
+  // counted in comm_stats() and recorded by the flight recorder as this communicator's call.
+  template <class Run>
+  void counted(CommOp op, std::size_t bytes, int peer, Run&& run) const {
+    recorded(op, bytes, peer, std::forward<Run>(run));
+  }
+
   // One value reduced over the group (sum, max or min).
   template <class T>
   [[nodiscard]] T all_reduce_value(T value, ReduceOp op = ReduceOp::sum) const {

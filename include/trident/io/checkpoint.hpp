@@ -39,8 +39,8 @@ inline nlohmann::json layers_json(const std::vector<int>& halves) {
 }
 
 // The index's description of the run (for people and trident-ckpt inspect).
-template <class M, class T, class S>
-nlohmann::json describe_run(Trainer<M, T, S>& t) {
+template <class M, class T, class S, class B>
+nlohmann::json describe_run(Trainer<M, T, S, B>& t) {
   const TrainOptions& o = t.options();
   return {{"saved_on",
            {{"world", t.mesh().world().size()},
@@ -75,14 +75,19 @@ nlohmann::json describe_run(Trainer<M, T, S>& t) {
 }
 
 // Adds this rank's pieces to its shard `w` and to `pieces` (JSON, for the index).
-template <class M, class T, class S>
-void add_owned_pieces(Trainer<M, T, S>& t, io::SafetensorsWriter& w, nlohmann::json& pieces) {
+template <class M, class T, class S, class B>
+void add_owned_pieces(Trainer<M, T, S, B>& t, io::SafetensorsWriter& w, nlohmann::json& pieces) {
   const MeshCoord me = t.mesh().coord();
   for (int c = 0; c < t.chunks(); ++c) {
-    UnitStore<T, S>& st = t.chunk(c).store();
+    UnitStore<T, S, B>& st = t.chunk(c).store();
     for (int u = 0; u < st.size(); ++u) {
       if (t.tied_copy(c, u) || (!st.policy().shards_optimizer() && me.dp)) continue;
-      const std::size_t begin = st.owned_begin(u);
+      const std::size_t begin = st.owned_begin(u), owned = st.owned_size(u);
+      // this rank's owned elements, staged through the host (the store's memory is B's)
+      const auto param = backend::host_copy<B>(st.owned_params(u), owned);
+      const auto master = backend::host_copy<B>(st.master(u), std::is_same_v<T, S> ? 0 : owned);
+      const auto m = backend::host_copy<B>(st.moment1(u), owned);
+      const auto v = backend::host_copy<B>(st.moment2(u), owned);
       for_each_param_in(
           st.layout(u), begin, begin + st.owned_size(u),
           [&](const LocalParam& p, std::size_t a, std::size_t b) {
@@ -112,10 +117,10 @@ void add_owned_pieces(Trainer<M, T, S>& t, io::SafetensorsWriter& w, nlohmann::j
                                   {"lengths", lengths}});
               }
             };
-            add("param", st.owned_params(u));
-            if constexpr (!std::is_same_v<T, S>) add("master", st.master(u));
-            add("exp_avg", st.moment1(u));
-            add("exp_avg_sq", st.moment2(u));
+            add("param", param.data());
+            if constexpr (!std::is_same_v<T, S>) add("master", master.data());
+            add("exp_avg", m.data());
+            add("exp_avg_sq", v.data());
           });
     }
   }
@@ -138,8 +143,8 @@ inline std::vector<std::string> all_gather_strings(const Comm& world, const std:
 
 // Writes the training state after t.steps_done() steps to DIR/step-N (atomically), keeping the
 // newest `keep` checkpoints (0: all). Returns the checkpoint's path. Collective.
-template <class M, class T, class S>
-std::string save_checkpoint(Trainer<M, T, S>& t, const std::string& dir, int keep) {
+template <class M, class T, class S, class B>
+std::string save_checkpoint(Trainer<M, T, S, B>& t, const std::string& dir, int keep) {
   const Comm& world = t.mesh().world();
   const int step = t.steps_done();
   const io::fs::path final_dir = io::fs::path(dir) / io::checkpoint_name(step);
@@ -202,8 +207,8 @@ std::string save_checkpoint(Trainer<M, T, S>& t, const std::string& dir, int kee
 
 // Replaces the whole training state with the checkpoint at `path` (a checkpoint, or a directory
 // of them: the newest complete one). Returns the checkpoint read. Collective.
-template <class M, class T, class S>
-std::string load_checkpoint(Trainer<M, T, S>& t, const std::string& path) {
+template <class M, class T, class S, class B>
+std::string load_checkpoint(Trainer<M, T, S, B>& t, const std::string& path) {
   std::string found;
   int step = 0;
   detail::agreed(t.mesh().world(), [&] {
@@ -229,7 +234,7 @@ std::string load_checkpoint(Trainer<M, T, S>& t, const std::string& path) {
       }
     };
     for (int c = 0; c < t.chunks(); ++c) {
-      UnitStore<T, S>& st = t.chunk(c).store();
+      UnitStore<T, S, B>& st = t.chunk(c).store();
       const bool master = r.contains("master/" + st.layout(0).params[0].spec.name);
       st.initialise(
           [&](int u, T* out) { unit_values(st.layout(u), master ? "master" : "param", out); });
@@ -237,10 +242,10 @@ std::string load_checkpoint(Trainer<M, T, S>& t, const std::string& path) {
         std::vector<T> full(st.padded(u), T(0));
         const std::size_t begin = st.owned_begin(u), n = st.owned_size(u);
         unit_values(st.layout(u), "exp_avg", full.data());
-        std::copy_n(full.begin() + begin, n, st.moment1(u));
+        backend::copy_from_host<B>(st.moment1(u), full.data() + begin, n);
         std::fill(full.begin(), full.end(), T(0));
         unit_values(st.layout(u), "exp_avg_sq", full.data());
-        std::copy_n(full.begin() + begin, n, st.moment2(u));
+        backend::copy_from_host<B>(st.moment2(u), full.data() + begin, n);
       }
     }
     step = x.step;
@@ -252,8 +257,8 @@ std::string load_checkpoint(Trainer<M, T, S>& t, const std::string& path) {
 // --resume: the checkpoint at `path`, or the newest in the directory `path`. With fresh_if_none,
 // a directory that holds none (or does not exist yet) leaves the trainer at step 0 and returns
 // "". Returns the checkpoint read. Collective.
-template <class M, class T, class S>
-[[nodiscard]] std::string resume_training(Trainer<M, T, S>& t, const std::string& path,
+template <class M, class T, class S, class B>
+[[nodiscard]] std::string resume_training(Trainer<M, T, S, B>& t, const std::string& path,
                                           bool fresh_if_none) {
   bool none = false;
   detail::agreed(t.mesh().world(), [&] {

@@ -58,8 +58,8 @@ std::vector<T> read_as(const io::SafetensorsReader& r, const std::string& name,
 }  // namespace detail
 
 // Writes every parameter to `path` (from world rank 0). Collective.
-template <class M, class T, class S>
-void save_weights(Trainer<M, T, S>& t, const std::string& path) {
+template <class M, class T, class S, class B>
+void save_weights(Trainer<M, T, S, B>& t, const std::string& path) {
   const NamedTensors<T> params = collect_parameters(t);
   detail::agreed(t.mesh().world(), [&] {
     if (t.mesh().rank() != 0) return;
@@ -71,12 +71,12 @@ void save_weights(Trainer<M, T, S>& t, const std::string& path) {
 }
 
 // Replaces the parameters (and resets the optimizer) with those of `path`. Collective.
-template <class M, class T, class S>
-void load_weights(Trainer<M, T, S>& t, const std::string& path) {
+template <class M, class T, class S, class B>
+void load_weights(Trainer<M, T, S, B>& t, const std::string& path) {
   detail::agreed(t.mesh().world(), [&] {
     const io::SafetensorsReader r(path);
     for (int c = 0; c < t.chunks(); ++c) {
-      UnitStore<T, S>& st = t.chunk(c).store();
+      UnitStore<T, S, B>& st = t.chunk(c).store();
       st.initialise([&](int u, T* out) {
         for (const LocalParam& p : st.layout(u).params) {
           const std::vector<T> full = detail::read_as<T>(r, p.spec.name, p.spec.shape);
@@ -91,8 +91,8 @@ void load_weights(Trainer<M, T, S>& t, const std::string& path) {
 // mean loss, the loss (scalar "loss") and the global batch ("inputs", "targets": int32
 // [batch, seq]) — what another framework needs to reproduce the step from the same weights.
 // Then applies the optimizer. Collective.
-template <class M, class T, class S>
-StepResult dump_gradients_and_step(Trainer<M, T, S>& t, const TokenSource& data,
+template <class M, class T, class S, class B>
+StepResult dump_gradients_and_step(Trainer<M, T, S, B>& t, const TokenSource& data,
                                    const std::string& path) {
   StepResult r = t.gradients_only();
   const NamedTensors<T> grads = collect_gradients(t);

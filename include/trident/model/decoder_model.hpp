@@ -3,11 +3,12 @@
 //
 //   class Model : public DecoderModel<Model, Config, Embedding, Block, Head> { ... };
 //
-// gives the model its config, its Stage (DecoderStage), layers(), seq(), vocab(), the units of
-// a virtual stage (decoder_units over the parts' units: Embedding<T>::units(config, tp),
-// block_unit(config, layer) found in the config's namespace, Head<T>::units(config, tp)), and
-// check_activation_size for validate(). The model adds what is its own: initial_value, ties,
-// stage_costs, validate and describe.
+// gives the model its config, its Stage (DecoderStage, on any backend), layers(), seq(), vocab(),
+// the units of a virtual stage (decoder_units over the parts' units: Embedding<T, B>::units(
+// config, tp), block_unit(config, layer) found in the config's namespace, Head<T, B>::units(
+// config, tp)), and check_activation_size for validate(). The parts are templates over the
+// compute type T and the backend B: one composition of each, used by every backend. The model adds
+// what is its own: initial_value, ties, stage_costs, validate and describe.
 #pragma once
 
 #include <string>
@@ -17,8 +18,8 @@
 
 namespace trident {
 
-template <class Derived, class Config, template <class> class EmbeddingPart,
-          template <class> class BlockPart, template <class> class HeadPart>
+template <class Derived, class Config, template <class, class> class EmbeddingPart,
+          template <class, class> class BlockPart, template <class, class> class HeadPart>
 class DecoderModel {
  public:
   DecoderModel() = default;
@@ -26,8 +27,8 @@ class DecoderModel {
   const Config& config() const { return c_; }
 
   // --- model/model.hpp ---------------------------------------------------------------------
-  template <class T, class S = T>
-  using Stage = DecoderStage<Derived, T, S>;
+  template <class T, class S = T, class B = backend::Cpu>
+  using Stage = DecoderStage<Derived, T, S, B>;
   int layers() const { return c_.layers; }
   int seq() const { return c_.seq; }
   int vocab() const { return c_.vocab; }
@@ -36,15 +37,19 @@ class DecoderModel {
   }
 
   // --- model/decoder_stage.hpp ---------------------------------------------------------------
-  template <class T>
-  using Embedding = EmbeddingPart<T>;
-  template <class T>
-  using Block = BlockPart<T>;
-  template <class T>
-  using Head = HeadPart<T>;
-  std::vector<UnitSpec> embedding_units(int tp) const { return Embedding<float>::units(c_, tp); }
+  template <class T, class B>
+  using Embedding = EmbeddingPart<T, B>;
+  template <class T, class B>
+  using Block = BlockPart<T, B>;
+  template <class T, class B>
+  using Head = HeadPart<T, B>;
+  std::vector<UnitSpec> embedding_units(int tp) const {
+    return Embedding<float, backend::Cpu>::units(c_, tp);
+  }
   UnitSpec layer_unit(int layer) const { return block_unit(c_, layer); }
-  std::vector<UnitSpec> head_units(int tp) const { return Head<float>::units(c_, tp); }
+  std::vector<UnitSpec> head_units(int tp) const {
+    return Head<float, backend::Cpu>::units(c_, tp);
+  }
 
  protected:
   // A microbatch's widest activation, rows x seq x `wide` elements, must travel in one MPI

@@ -1,27 +1,31 @@
 // trident/model/decoder_stage.hpp: one virtual stage of a decoder-only transformer — the layers
 // one pipeline rank runs for it — with its parameters in a ZeRO UnitStore, forward and backward
-// of one microbatch. Generic over the model's parts; it is the Stage of model/model.hpp for
-// any model that supplies (M: the model, C = model.config()):
+// of one microbatch, on a backend B. Generic over the model's parts; it is the Stage of
+// model/model.hpp for any model that supplies (M: the model, C = model.config()):
 //
 //   std::vector<UnitSpec> embedding_units(int tp) const;  // units the embedding reads, in order
 //   UnitSpec layer_unit(int layer) const;                 // one unit per layer
 //   std::vector<UnitSpec> head_units(int tp) const;       // units the head reads, in order
-//   template <class T> using Embedding = ...;  // Embedding(C, tp, rows);
-//       forward(T* x, const Microbatch&, const T* const* w);
-//       backward(T* const* g, const T* dx, const Microbatch&)   (reads no parameters)
-//   template <class T> using Block = ...;      // Block(C, tp, rows); types Activations (with a
-//       Buffer<T> x: the input; drop_what_weight_gradients_do_not_need())
+//   template <class T, class B> using Embedding = ...;  // Embedding(C, tp, rows);
+//       forward(T* x, const std::int32_t* tokens, const T* const* w);
+//       backward(T* const* g, const T* dx, const std::int32_t* tokens)   (reads no parameters)
+//   template <class T, class B> using Block = ...;      // Block(C, tp, rows); types Activations
+//       (with a DeviceBuffer<T, B> x: the input; drop_what_weight_gradients_do_not_need())
 //       and Gradients; activation_size(); forward(Activations&, T* out, const T* w, halves);
 //       backward(const Activations&, T* dx, const T* dout, const T* w, T* g, Gradients&, part,
 //       halves) (part input may also accumulate cheap gradients, e.g. the norms', into g;
 //       halves, nn/block_halves.hpp: the stage's first or last layer may run one half only)
-//   template <class T> using Head = ...;       // Head(C, tp, rows); type Activations;
-//       double forward(Activations&, const T* x, const Microbatch&, const T* const* w, T scale);
-//       backward(Activations&, T* dx, const T* x, const Microbatch&, const T* const* w,
-//                T* const* g, T scale, nn::BackwardPart)
+//   template <class T, class B> using Head = ...;       // Head(C, tp, rows); type Activations;
+//       forward(Activations&, T* losses, const T* x, const std::int32_t* targets,
+//               const T* const* w)   (losses: (N), each token's loss)
+//       backward(Activations&, T* dx, const T* x, const std::int32_t* targets,
+//                const T* const* w, T* const* g, T scale, nn::BackwardPart)
 //       and, for sampling only (forward_logits): logits(const T* x, int position,
-//       const T* const* w, T* out): out (vocab) the next-token logits after token `position`
-//       of row 0 of x, the same on every TP rank
+//       const T* const* w, T* out): out (vocab, host memory) the next-token logits after token
+//       `position` of row 0 of x, the same on every TP rank
+// with tp a TensorParallel<B>. Every pointer a part gets is in B's memory; the stage uploads a
+// microbatch's token ids once (inputs on the first stage, targets on the last) and brings its
+// tokens' losses back once (backend::upload, download: counted crossings).
 //
 // The first virtual stage runs the embedding, the last the head and the loss. A head unit named
 // like an embedding unit of the same stage is that unit (a tie inside one stage: GPT-2's LM
@@ -34,6 +38,8 @@
 #include <map>
 #include <vector>
 
+#include "../backend/cpu/cpu.hpp"
+#include "../backend/device_buffer.hpp"
 #include "../data/tokens.hpp"
 #include "../nn/backward_part.hpp"
 #include "../plan/recompute.hpp"
@@ -78,15 +84,17 @@ void keep_only_input(Activations& a) {
   a.x = std::move(input);
 }
 
-template <class M, class T, class S = T>
+template <class M, class T, class S = T, class B = backend::Cpu>
 class DecoderStage {
-  using Embedding = typename M::template Embedding<T>;
-  using Block = typename M::template Block<T>;
-  using Head = typename M::template Head<T>;
+  using Embedding = typename M::template Embedding<T, B>;
+  using Block = typename M::template Block<T, B>;
+  using Head = typename M::template Head<T, B>;
+  using Buf = backend::DeviceBuffer<T, B>;
+  using Ids = backend::DeviceBuffer<std::int32_t, B>;
 
  public:
-  DecoderStage(const M& model, const TensorParallel& tp, const StageSpec& spec, int rows,
-               const Comm& dp, ZeroPolicy zero, Recompute recompute)
+  DecoderStage(const M& model, const TensorParallel<B>& tp, const StageSpec& spec, int rows,
+               const backend::DeviceComm<B>& dp, ZeroPolicy zero, Recompute recompute)
       : spec_(spec),
         recompute_(recompute),
         embedding_(model.config(), tp, rows),
@@ -102,14 +110,14 @@ class DecoderStage {
     });
   }
 
-  UnitStore<T, S>& store() { return store_; }
+  UnitStore<T, S, B>& store() { return store_; }
   const StageSpec& spec() const { return spec_; }
   // Elements of the activation passed between pipeline stages.
   std::size_t activation_size() const { return block_.activation_size(); }
 
   // input from the previous stage (ignored on the first, which embeds data.inputs); output for
-  // the next stage (ignored on the last). Returns this microbatch's loss times `scale` (the
-  // last stage; 0 elsewhere).
+  // the next stage (ignored on the last); both in B's memory. Returns this microbatch's loss
+  // times `scale` (the last stage; 0 elsewhere).
   double forward(int mb, const Microbatch& data, const T* input, T* output, T scale) {
     Stash& st = stash_[mb];
     const std::size_t k = layers_forward(st, data, input, output, /*keep=*/true);
@@ -123,7 +131,7 @@ class DecoderStage {
     return spec_.last() ? head_loss(st, k, data, scale) : 0;
   }
   // Sampling (train/sample.hpp): as forward_only; the last stage writes, instead of the loss,
-  // the next-token logits (vocab) after token `position` of the microbatch's row 0.
+  // the next-token logits (vocab, host memory) after token `position` of the microbatch's row 0.
   void forward_logits(const Microbatch& data, const T* input, T* output, int position, T* logits) {
     Stash st;
     const std::size_t k = layers_forward(st, data, input, output, /*keep=*/false);
@@ -134,17 +142,18 @@ class DecoderStage {
   }
 
   // doutput from the next stage (ignored on the last); dinput for the previous stage (ignored
-  // on the first). last: the step's last weight-gradient pass of this stage (the units'
-  // gradients are then complete: their DP reductions start). part: both (fused), or zero-
-  // bubble's B (input: writes dinput, keeps what W needs in the stash) and W (weight: the
-  // units' gradients from the stash; doutput, dinput unused, no parameters read).
+  // on the first); both in B's memory. last: the step's last weight-gradient pass of this
+  // stage (the units' gradients are then complete: their DP reductions start). part: both
+  // (fused), or zero-bubble's B (input: writes dinput, keeps what W needs in the stash) and W
+  // (weight: the units' gradients from the stash; doutput, dinput unused, no parameters read).
   void backward(int mb, const Microbatch& data, const T* doutput, T* dinput, T scale, bool last,
                 nn::BackwardPart part = nn::BackwardPart::both) {
+    (void)data;  // its token ids are in the stash since the forward
     Stash& st = stash_.at(mb);
     const std::size_t size = activation_size();
     const bool in = nn::computes_input(part), wt = nn::computes_weights(part);
     // each written whole before it is read (the head's or the next stage's gradient, a block's dx)
-    Buffer<T> d(MemoryKind::buffers, in ? size : 0, Fill::none),
+    Buf d(MemoryKind::buffers, in ? size : 0, Fill::none),
         dnext(MemoryKind::buffers, in ? size : 0, Fill::none);
     std::size_t k = params_.uses();  // walk the use order in reverse
     if (spec_.last()) {
@@ -153,19 +162,19 @@ class DecoderStage {
       const auto w = in ? params_.use_backward(k, h) : std::vector<const T*>(h, nullptr);
       const auto g = params_.grads(k, h);  // B may take the cheap gradients (norms) itself
       T* dx = !in ? nullptr : (spec_.layers == 0 && !spec_.first()) ? dinput : d.data();
-      head_.backward(st.head, dx, st.head_input.data(), data, in ? w.data() : nullptr, g.data(),
-                     scale, part);
+      head_.backward(st.head, dx, st.head_input.data(), st.targets.data(), in ? w.data() : nullptr,
+                     g.data(), scale, part);
       if (in) params_.release(k, h);
       if (wt) params_.launch_gradient_reduction(k, h, last);
     } else if (in) {
-      std::copy_n(doutput, size, d.data());
+      B::copy(d.data(), doutput, size * sizeof(T));
     }
     if (part == nn::BackwardPart::input) st.grads.resize(spec_.layers);
     for (int l = spec_.layers - 1; l >= 0; --l) {
       --k;
       const T* w = in ? params_.use_backward(k, 1)[0] : nullptr;
       if (recompute_ == Recompute::full && in) {
-        Buffer<T> out(MemoryKind::buffers, size);
+        Buf out(MemoryKind::buffers, size);
         block_.forward(st.blocks[l], out.data(), w, spec_.halves(l));
       }
       T* dx = !in ? nullptr : (l == 0 && !spec_.first()) ? dinput : dnext.data();
@@ -185,11 +194,11 @@ class DecoderStage {
     }
     if (spec_.first() && part == nn::BackwardPart::input) {  // W needs the output's gradient
       st.dembedding.allocate(MemoryKind::activations, d.size(), Fill::none);
-      std::copy_n(d.data(), d.size(), st.dembedding.data());
+      B::copy(st.dembedding.data(), d.data(), d.bytes());
     } else if (spec_.first()) {
       const std::size_t e = units_.embedding.size();
       const auto g = params_.grads(0, e);
-      embedding_.backward(g.data(), in ? d.data() : st.dembedding.data(), data);
+      embedding_.backward(g.data(), in ? d.data() : st.dembedding.data(), st.inputs.data());
       params_.launch_gradient_reduction(0, e, last);
     }
     if (wt) stash_.erase(mb);
@@ -199,9 +208,10 @@ class DecoderStage {
   struct Stash {
     std::vector<typename Block::Activations> blocks;
     std::vector<typename Block::Gradients> grads;  // from B to W (zero-bubble schedules)
-    Buffer<T> head_input;                          // last stage: the last block's output
+    Buf head_input;                                // last stage: the last block's output
     typename Head::Activations head;
-    Buffer<T> dembedding;  // first stage, from B to W: the embedding output's gradient
+    Buf dembedding;       // first stage, from B to W: the embedding output's gradient
+    Ids inputs, targets;  // the microbatch's token ids: first stage, last stage
   };
 
   // The embedding (first stage) and the blocks into st; the last block's output to `output`
@@ -217,11 +227,12 @@ class DecoderStage {
     if (spec_.last()) st.head_input.allocate(MemoryKind::activations, size);
     T* first = spec_.layers ? st.blocks[0].x.data() : st.head_input.data();
     if (spec_.first()) {
+      st.inputs = ids(data.inputs);
       const auto w = params_.use(k, units_.embedding.size());
-      embedding_.forward(first, data, w.data());
+      embedding_.forward(first, st.inputs.data(), w.data());
       params_.release(k, units_.embedding.size()), k += units_.embedding.size();
     } else {
-      std::copy_n(input, size, first);
+      B::copy(first, input, size * sizeof(T));
     }
     for (int l = 0; l < spec_.layers; ++l) {
       T* out = l + 1 < spec_.layers ? st.blocks[l + 1].x.data()
@@ -236,17 +247,30 @@ class DecoderStage {
     }
     return k;
   }
-  // The last stage's head: the microbatch's loss times scale.
+  // The last stage's head: the microbatch's loss times scale, its tokens' losses summed on the
+  // host in double (one download per microbatch).
   double head_loss(Stash& st, std::size_t k, const Microbatch& data, T scale) {
+    st.targets = ids(data.targets);
+    Buf losses(MemoryKind::buffers, data.targets.size(), Fill::none);
     const auto w = params_.use(k, units_.head.size());
-    const double loss = head_.forward(st.head, st.head_input.data(), data, w.data(), scale);
+    head_.forward(st.head, losses.data(), st.head_input.data(), st.targets.data(), w.data());
     params_.release(k, units_.head.size());
-    return loss;
+    std::vector<T> host(losses.size());
+    backend::download(losses, host.data());
+    double sum = 0;
+    for (T l : host) sum += l;
+    return sum * scale;
+  }
+  // Token ids in B's memory (one upload).
+  static Ids ids(const std::vector<std::int32_t>& host) {
+    Ids d(MemoryKind::buffers, host.size(), Fill::none);
+    backend::upload(d, host.data());
+    return d;
   }
 
   // The store's layouts, with how often each unit is read per microbatch (train/formulas.hpp):
   // every use in forward; in backward, every use but the embedding's (it reads no parameters).
-  static std::vector<UnitLayout> layouts(const DecoderUnits& d, const TensorParallel& tp) {
+  static std::vector<UnitLayout> layouts(const DecoderUnits& d, const TensorParallel<B>& tp) {
     std::vector<UnitLayout> out;
     for (const UnitSpec& u : d.units) {
       out.push_back(layout_unit(u, tp.size(), tp.rank()));
@@ -270,8 +294,8 @@ class DecoderStage {
   Block block_;
   Head head_;
   DecoderUnits units_;
-  UnitStore<T, S> store_;
-  StageParams<T, S> params_;
+  UnitStore<T, S, B> store_;
+  StageParams<T, S, B> params_;
   std::map<int, Stash> stash_;
 };
 

@@ -18,10 +18,10 @@
 
 namespace trident {
 
-template <class T, class S = T>
+template <class T, class S = T, class B = backend::Cpu>
 class StageParams {
  public:
-  StageParams(UnitStore<T, S>& store, std::vector<int> order, std::size_t no_backward_reads)
+  StageParams(UnitStore<T, S, B>& store, std::vector<int> order, std::size_t no_backward_reads)
       : store_(store), order_(std::move(order)), skip_(no_backward_reads) {}
 
   std::size_t uses() const { return order_.size(); }
@@ -63,7 +63,7 @@ class StageParams {
     return true;
   }
 
-  UnitStore<T, S>& store_;
+  UnitStore<T, S, B>& store_;
   std::vector<int> order_;
   std::size_t skip_;
 };

@@ -1,77 +1,114 @@
-// trident/nn/embedding.hpp: GPT-2's token and learned position embeddings (wte, wpe).
+// trident/nn/embedding.hpp: GPT-2's token and learned position embeddings (wte, wpe), on a
+// backend.
 //
 // The token table may be split by rows over ranks, as Megatron's vocab-parallel embedding
 // (Shoeybi et al., "Megatron-LM", 2019): a rank holds the rows of vocabulary ids
 // [vocab_begin, vocab_end) and writes zeros for tokens outside them, so that summing the outputs
 // of all ranks gives the full lookup. Rows are tokens in [s, b] order: row i is position
-// t_begin + i / B, which lets a rank hold a contiguous slice of the sequence.
+// t_begin + i / batch, which lets a rank hold a contiguous slice of the sequence. Lookups are row
+// bodies; the token table's gradient a column body over all rows in order (repeated tokens
+// cannot race; column_blocks.hpp), the position table's a body per position.
 #pragma once
 
-#include <algorithm>
-#include <cassert>
 #include <cstddef>
 #include <cstdint>
 
-#include <trident/nn/column_blocks.hpp>
+#include "../backend/cpu/cpu.hpp"
+#include "../backend/host_device.hpp"
+#include "column_blocks.hpp"
 
 namespace trident::nn {
 
-// tokens: (N), wte: (vocab_end - vocab_begin, C) -> out: (N, C), overwritten
+namespace embedding_detail {
 template <class T>
-void token_embedding_forward(T* out, const std::int32_t* tokens, const T* wte, int N, int C,
-                             int vocab_begin, int vocab_end) {
-#pragma omp parallel for
-  for (int i = 0; i < N; ++i) {
-    T* row = out + static_cast<std::ptrdiff_t>(i) * C;
+struct TokenForward {
+  T* out;
+  const std::int32_t* tokens;
+  const T* wte;
+  int C, vocab_begin, vocab_end;
+  TRIDENT_HOST_DEVICE void operator()(int i) const {
+    T* row = out + std::ptrdiff_t(i) * C;
     const std::int32_t t = tokens[i];
-    if (t >= vocab_begin && t < vocab_end)
-      std::copy_n(wte + static_cast<std::ptrdiff_t>(t - vocab_begin) * C, C, row);
-    else
-      std::fill_n(row, C, T(0));
+    const bool mine = t >= vocab_begin && t < vocab_end;
+    const T* from = wte + std::ptrdiff_t(mine ? t - vocab_begin : 0) * C;
+    TRIDENT_SIMD
+    for (int c = 0; c < C; ++c) row[c] = mine ? from[c] : T(0);
   }
-}
-
-// dout: (N, C), tokens: (N) -> dwte: (vocab_end - vocab_begin, C) +=
-// Rows of one token are summed; threads own column blocks, so repeated tokens cannot race.
+};
 template <class T>
-void token_embedding_backward(T* dwte, const T* dout, const std::int32_t* tokens, int N, int C,
-                              int vocab_begin, int vocab_end) {
-  for_column_blocks(C, [&](int c0, int c1) {
+struct TokenBackward {
+  T* dwte;
+  const T* dout;
+  const std::int32_t* tokens;
+  int N, C, vocab_begin, vocab_end, width;
+  TRIDENT_HOST_DEVICE void operator()(int block) const {
+    const ColumnBlock b = column_block(block, width, C);
     for (int i = 0; i < N; ++i) {
       const std::int32_t t = tokens[i];
       if (t < vocab_begin || t >= vocab_end) continue;
-      T* to = dwte + static_cast<std::ptrdiff_t>(t - vocab_begin) * C;
-      const T* from = dout + static_cast<std::ptrdiff_t>(i) * C;
-      for (int c = c0; c < c1; ++c) to[c] += from[c];
+      T* to = dwte + std::ptrdiff_t(t - vocab_begin) * C;
+      const T* from = dout + std::ptrdiff_t(i) * C;
+      TRIDENT_SIMD
+      for (int c = b.begin; c < b.end; ++c) to[c] += from[c];
     }
-  });
-}
-
-// wpe: (max positions, C) -> out: (rows, C) += wpe[t_begin + i / B] for row i
+  }
+};
 template <class T>
-void position_embedding_forward(T* out, const T* wpe, int rows, int B, int t_begin, int C) {
-#pragma omp parallel for
-  for (int i = 0; i < rows; ++i) {
-    const T* w = wpe + static_cast<std::ptrdiff_t>(t_begin + i / B) * C;
-    T* row = out + static_cast<std::ptrdiff_t>(i) * C;
+struct PositionForward {
+  T* out;
+  const T* wpe;
+  int batch, t_begin, C;
+  TRIDENT_HOST_DEVICE void operator()(int i) const {
+    const T* w = wpe + std::ptrdiff_t(t_begin + i / batch) * C;
+    T* row = out + std::ptrdiff_t(i) * C;
+    TRIDENT_SIMD
     for (int c = 0; c < C; ++c) row[c] += w[c];
   }
-}
-
-// dout: (rows, C) -> dwpe: (max positions, C) += sum of the B rows of each position
-// Rows of one position are contiguous ([s, b] order): each thread owns whole positions.
+};
+// the batch rows of position s (contiguous in [s, b] order) summed into dwpe[t_begin + s]
 template <class T>
-void position_embedding_backward(T* dwpe, const T* dout, int rows, int B, int t_begin, int C) {
-  assert(rows % B == 0 && "position_embedding_backward: rows must be a multiple of B");
-  const int positions = rows / B;
-#pragma omp parallel for
-  for (int s = 0; s < positions; ++s) {
-    T* to = dwpe + static_cast<std::ptrdiff_t>(t_begin + s) * C;
-    for (int b = 0; b < B; ++b) {
-      const T* from = dout + (static_cast<std::ptrdiff_t>(s) * B + b) * C;
+struct PositionBackward {
+  T* dwpe;
+  const T* dout;
+  int batch, t_begin, C;
+  TRIDENT_HOST_DEVICE void operator()(int s) const {
+    T* to = dwpe + std::ptrdiff_t(t_begin + s) * C;
+    for (int b = 0; b < batch; ++b) {
+      const T* from = dout + (std::ptrdiff_t(s) * batch + b) * C;
+      TRIDENT_SIMD
       for (int c = 0; c < C; ++c) to[c] += from[c];
     }
   }
+};
+}  // namespace embedding_detail
+
+// tokens: (N), wte: (vocab_end - vocab_begin, C) -> out: (N, C), overwritten
+template <class Bk = backend::Cpu, class T>
+void token_embedding_forward(T* out, const std::int32_t* tokens, const T* wte, int N, int C,
+                             int vocab_begin, int vocab_end) {
+  Bk::for_each(N, embedding_detail::TokenForward<T>{out, tokens, wte, C, vocab_begin, vocab_end});
+}
+
+// dout: (N, C), tokens: (N) -> dwte: (vocab_end - vocab_begin, C) +=
+template <class Bk = backend::Cpu, class T>
+void token_embedding_backward(T* dwte, const T* dout, const std::int32_t* tokens, int N, int C,
+                              int vocab_begin, int vocab_end) {
+  Bk::for_each(column_blocks<Bk>(C),
+               embedding_detail::TokenBackward<T>{dwte, dout, tokens, N, C, vocab_begin, vocab_end,
+                                                  Bk::kColumnBlock});
+}
+
+// wpe: (max positions, C) -> out: (rows, C) += wpe[t_begin + i / batch] for row i
+template <class Bk = backend::Cpu, class T>
+void position_embedding_forward(T* out, const T* wpe, int rows, int batch, int t_begin, int C) {
+  Bk::for_each(rows, embedding_detail::PositionForward<T>{out, wpe, batch, t_begin, C});
+}
+
+// dout: (rows, C) -> dwpe: (max positions, C) += sum of the batch rows of each position;
+// rows a multiple of batch.
+template <class Bk = backend::Cpu, class T>
+void position_embedding_backward(T* dwpe, const T* dout, int rows, int batch, int t_begin, int C) {
+  Bk::for_each(rows / batch, embedding_detail::PositionBackward<T>{dwpe, dout, batch, t_begin, C});
 }
 
 }  // namespace trident::nn

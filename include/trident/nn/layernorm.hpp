@@ -1,19 +1,19 @@
-// trident/nn/layernorm.hpp: layer normalisation over the features of each row.
+// trident/nn/layernorm.hpp: layer normalisation over the features of each row, on a backend.
 //
 // out = (x - mean) / sqrt(var + eps) * weight + bias, per row (Ba, Kiros & Hinton, "Layer
 // Normalization", 2016), with eps = 1e-5 and the biased variance, as GPT-2. The forward keeps
-// each row's mean and 1/sqrt(var + eps) ("rstd") for the backward. Rows are Eigen arrays
-// (vectorized.hpp), so that the sums over a row run in SIMD registers; one pass per row, rows
-// in order, no OpenMP (a row is too little work to share), so that the weight gradients' sums
-// over rows run in row order whatever the thread count.
+// each row's mean and 1/sqrt(var + eps) ("rstd") for the backward. The forward and the input
+// gradient are row bodies (SIMD sums along the row); the weight gradients column bodies, each
+// column's rows summed in order (column_blocks.hpp), the same sums on every backend.
 #pragma once
 
-#include <cmath>
 #include <cstddef>
 
-#include <trident/nn/backward_part.hpp>
-#include <trident/nn/residual.hpp>
-#include <trident/nn/vectorized.hpp>
+#include "../backend/cpu/cpu.hpp"
+#include "../backend/host_device.hpp"
+#include "backward_part.hpp"
+#include "column_blocks.hpp"
+#include "residual.hpp"
 
 namespace trident::nn {
 
@@ -21,64 +21,137 @@ inline constexpr double kLayerNormEps = 1e-5;
 
 // One row: x, weight, bias: (C) -> out: (C), mean, rstd.
 template <class T>
-void layernorm_row(T* out, T& mean, T& rstd, const T* x, const T* weight, const T* bias, int C) {
-  const CArrayMap<T> xi(x, C);
-  const T m = xi.sum() / T(C);
-  const T var = (xi - m).square().sum() / T(C);
-  const T s = T(1) / std::sqrt(var + T(kLayerNormEps));
-  ArrayMap<T>(out, C) = (xi - m) * s * CArrayMap<T>(weight, C) + CArrayMap<T>(bias, C);
+TRIDENT_HOST_DEVICE inline void layernorm_row(T* out, T& mean, T& rstd, const T* x, const T* weight,
+                                              const T* bias, int C) {
+  T sum = 0;
+  TRIDENT_SIMD_SUM(sum)
+  for (int c = 0; c < C; ++c) sum += x[c];
+  const T m = sum / T(C);
+  T var = 0;
+  TRIDENT_SIMD_SUM(var)
+  for (int c = 0; c < C; ++c) var += (x[c] - m) * (x[c] - m);
+  const T s = T(1) / backend::math::sqrt(var / T(C) + T(kLayerNormEps));
+  TRIDENT_SIMD
+  for (int c = 0; c < C; ++c) out[c] = (x[c] - m) * s * weight[c] + bias[c];
   mean = m;
   rstd = s;
 }
 
-// x: (N, C), weight, bias: (C) -> out: (N, C), mean, rstd: (N)
+namespace layernorm_detail {
+// Row i: sum = x + (y + y_bias) when `residual`, then out, mean, rstd = the norm of sum (or x).
 template <class T>
+struct Forward {
+  T* sum;
+  T* out;
+  T* mean;
+  T* rstd;
+  const T* x;
+  const T* y;
+  const T* y_bias;
+  const T* weight;
+  const T* bias;
+  int C;
+  TRIDENT_HOST_DEVICE void operator()(int i) const {
+    const std::ptrdiff_t at = std::ptrdiff_t(i) * C;
+    const T* in = x + at;
+    if (sum) residual_row(sum + at, in, y + at, y_bias, C), in = sum + at;
+    layernorm_row(out + at, mean[i], rstd[i], in, weight, bias, C);
+  }
+};
+// dx = rstd (g - mean(g) - n mean(g n)) (+ dresidual), n = (x - mean) rstd, g = dout * weight
+template <class T>
+struct BackwardInput {
+  T* dx;
+  const T* dout;
+  const T* x;
+  const T* weight;
+  const T* mean;
+  const T* rstd;
+  const T* dresidual;
+  int C;
+  TRIDENT_HOST_DEVICE void operator()(int i) const {
+    const std::ptrdiff_t row = std::ptrdiff_t(i) * C;
+    const T* dy = dout + row;
+    const T* xi = x + row;
+    const T m = mean[i], s = rstd[i];
+    T g_sum = 0, gn_sum = 0;
+    TRIDENT_SIMD_SUM(g_sum, gn_sum)
+    for (int c = 0; c < C; ++c) {
+      const T g = dy[c] * weight[c];
+      g_sum += g;
+      gn_sum += g * ((xi[c] - m) * s);
+    }
+    const T g_mean = g_sum / T(C), gn_mean = gn_sum / T(C);
+    T* d = dx + row;
+    const T* r = dresidual ? dresidual + row : nullptr;
+    TRIDENT_SIMD
+    for (int c = 0; c < C; ++c) {
+      const T v = s * (dy[c] * weight[c] - g_mean - (xi[c] - m) * s * gn_mean);
+      d[c] = r ? r[c] + v : v;
+    }
+  }
+};
+// dweight[c] += sum_rows dout n, dbias[c] += sum_rows dout, for one block of columns
+template <class T>
+struct BackwardWeights {
+  T* dweight;
+  T* dbias;
+  const T* dout;
+  const T* x;
+  const T* mean;
+  const T* rstd;
+  int N, C, width;
+  TRIDENT_HOST_DEVICE void operator()(int block) const {
+    const ColumnBlock b = column_block(block, width, C);
+    for (int i = 0; i < N; ++i) {
+      const std::ptrdiff_t row = std::ptrdiff_t(i) * C;
+      const T m = mean[i], s = rstd[i];
+      TRIDENT_SIMD
+      for (int c = b.begin; c < b.end; ++c) {
+        dweight[c] += dout[row + c] * ((x[row + c] - m) * s);
+        if (dbias) dbias[c] += dout[row + c];
+      }
+    }
+  }
+};
+}  // namespace layernorm_detail
+
+// x: (N, C), weight, bias: (C) -> out: (N, C), mean, rstd: (N)
+template <class Bk = backend::Cpu, class T>
 void layernorm_forward(T* out, T* mean, T* rstd, const T* x, const T* weight, const T* bias, int N,
                        int C) {
-  for (int i = 0; i < N; ++i) {
-    const std::ptrdiff_t row = static_cast<std::ptrdiff_t>(i) * C;
-    layernorm_row(out + row, mean[i], rstd[i], x + row, weight, bias, C);
-  }
+  Bk::for_each(N, layernorm_detail::Forward<T>{nullptr, out, mean, rstd, x, nullptr, nullptr,
+                                               weight, bias, C});
 }
 
 // The residual sum and the LayerNorm that reads it, in one pass (residual.hpp):
 // x, y: (N, C), y_bias: (C) or nullptr -> sum: (N, C) = x + (y + y_bias);
 // out, mean, rstd: layernorm_forward of sum.
-template <class T>
+template <class Bk = backend::Cpu, class T>
 void residual_layernorm_forward(T* sum, T* out, T* mean, T* rstd, const T* x, const T* y,
                                 const T* y_bias, const T* weight, const T* bias, int N, int C) {
-  residual_rows(sum, x, y, y_bias, N, C, [&](int i, const T* row) {
-    layernorm_row(out + static_cast<std::ptrdiff_t>(i) * C, mean[i], rstd[i], row, weight, bias, C);
-  });
+  Bk::for_each(N,
+               layernorm_detail::Forward<T>{sum, out, mean, rstd, x, y, y_bias, weight, bias, C});
 }
 
 // dout, x: (N, C), weight: (C), mean, rstd: (N)
-// -> dx: (N, C) overwritten; dweight, dbias: (C) +=
+// -> dx: (N, C) overwritten; dweight, dbias: (C) +=  (dbias may be null)
 // With n = (x - mean) rstd and g = dout * weight (per row):
 //   dx = rstd (g - mean(g) - n mean(g n)),  dweight += sum_rows dout n,  dbias += sum_rows dout.
 // dresidual: (N, C) or nullptr, added to dx: the gradient of the residual path around the norm
 // (x + sublayer(LN(x))), in the same pass.
 // part: input (dx only), weight (dweight, dbias only; weight unused) or both.
-template <class T>
+template <class Bk = backend::Cpu, class T>
 void layernorm_backward(T* dx, T* dweight, T* dbias, const T* dout, const T* x, const T* weight,
                         const T* mean, const T* rstd, int N, int C,
                         BackwardPart part = BackwardPart::both, const T* dresidual = nullptr) {
-  const bool in = computes_input(part), wt = computes_weights(part);
-  for (int i = 0; i < N; ++i) {
-    const std::ptrdiff_t row = static_cast<std::ptrdiff_t>(i) * C;
-    const CArrayMap<T> dy(dout + row, C);
-    const auto n = (CArrayMap<T>(x + row, C) - mean[i]) * rstd[i];
-    if (in) {
-      const auto g = dy * CArrayMap<T>(weight, C);
-      const T g_mean = g.sum() / T(C), gn_mean = (g * n).sum() / T(C);
-      const auto d = rstd[i] * (g - g_mean - n * gn_mean);
-      if (dresidual)
-        ArrayMap<T>(dx + row, C) = CArrayMap<T>(dresidual + row, C) + d;
-      else
-        ArrayMap<T>(dx + row, C) = d;
-    }
-    if (wt) ArrayMap<T>(dweight, C) += dy * n, ArrayMap<T>(dbias, C) += dy;
-  }
+  if (computes_input(part))
+    Bk::for_each(N,
+                 layernorm_detail::BackwardInput<T>{dx, dout, x, weight, mean, rstd, dresidual, C});
+  if (computes_weights(part))
+    Bk::for_each(column_blocks<Bk>(C),
+                 layernorm_detail::BackwardWeights<T>{dweight, dbias, dout, x, mean, rstd, N, C,
+                                                      Bk::kColumnBlock});
 }
 
 }  // namespace trident::nn

@@ -1,54 +1,95 @@
-// trident/nn/linear.hpp: the fully connected layer, out = x w + bias.
+// trident/nn/linear.hpp: the fully connected layer, out = x w + bias, on a backend Bk.
 //
 // The weight is stored (in, out) as GPT-2's Conv1D (Radford et al., 2019), so the forward is a
-// plain x w with no transpose. Both products go through backend::gemm.
+// plain x w with no transpose. Both products go through Bk::gemm (the BLAS on the CPU, cuBLAS on
+// a GPU); the bias is a row body, its gradient a column body (column_blocks.hpp: rows summed in
+// order).
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 
-#include <trident/backend/cpu/gemm.hpp>
-#include <trident/nn/backward_part.hpp>
+#include "../backend/cpu/cpu.hpp"
+#include "../backend/host_device.hpp"
+#include "backward_part.hpp"
+#include "column_blocks.hpp"
 
 namespace trident::nn {
 
-// dout: (N, O) -> dbias: (O) += the column sums of dout. Row by row, vectorised along the row, no
-// OpenMP (one pass over dout): the sum of each column runs in row order whatever the threads.
+namespace linear_detail {
+// out row i <- bias: (O)
 template <class T>
-void bias_backward(T* dbias, const T* dout, int N, int O) {
-  for (int i = 0; i < N; ++i) {
-    const T* row = dout + static_cast<std::ptrdiff_t>(i) * O;
-    for (int o = 0; o < O; ++o) dbias[o] += row[o];
+struct BiasRows {
+  T* out;
+  const T* bias;
+  int O;
+  TRIDENT_HOST_DEVICE void operator()(int i) const {
+    T* row = out + std::ptrdiff_t(i) * O;
+    TRIDENT_SIMD
+    for (int o = 0; o < O; ++o) row[o] = bias[o];
   }
+};
+// out row i += bias: (O)
+template <class T>
+struct AddBiasRows {
+  T* out;
+  const T* bias;
+  int O;
+  TRIDENT_HOST_DEVICE void operator()(int i) const {
+    T* row = out + std::ptrdiff_t(i) * O;
+    TRIDENT_SIMD
+    for (int o = 0; o < O; ++o) row[o] += bias[o];
+  }
+};
+// dbias[c] += sum over the N rows of dout[., c], for the columns of one block
+template <class T>
+struct BiasBackward {
+  T* dbias;
+  const T* dout;
+  int N, O, width;
+  TRIDENT_HOST_DEVICE void operator()(int block) const {
+    const ColumnBlock b = column_block(block, width, O);
+    for (int i = 0; i < N; ++i) {
+      const T* row = dout + std::ptrdiff_t(i) * O;
+      TRIDENT_SIMD
+      for (int c = b.begin; c < b.end; ++c) dbias[c] += row[c];
+    }
+  }
+};
+}  // namespace linear_detail
+
+// out: (N, O) += bias: (O) on every row.
+template <class Bk = backend::Cpu, class T>
+void add_bias(T* out, const T* bias, int N, int O) {
+  Bk::for_each(N, linear_detail::AddBiasRows<T>{out, bias, O});
+}
+
+// dout: (N, O) -> dbias: (O) += the column sums of dout, each column's rows in order.
+template <class Bk = backend::Cpu, class T>
+void bias_backward(T* dbias, const T* dout, int N, int O) {
+  Bk::for_each(column_blocks<Bk>(O),
+               linear_detail::BiasBackward<T>{dbias, dout, N, O, Bk::kColumnBlock});
 }
 
 // x: (N, I), w: (I, O), bias: (O) or nullptr -> out: (N, O)
 // The bias is written first and the product accumulated onto it (beta 1): one pass over out
 // fewer than a product (which zeroes out first) followed by a bias pass.
-template <class T>
+template <class Bk = backend::Cpu, class T>
 void linear_forward(T* out, const T* x, const T* w, const T* bias, int N, int I, int O) {
-  if (bias) {
-#pragma omp parallel for
-    for (int i = 0; i < N; ++i) std::copy_n(bias, O, out + static_cast<std::ptrdiff_t>(i) * O);
-  }
-  backend::gemm(backend::view(out, N, O), backend::cview(x, N, I), backend::cview(w, I, O), false,
-                false, bias ? 1 : 0);
+  if (bias) Bk::for_each(N, linear_detail::BiasRows<T>{out, bias, O});
+  Bk::gemm(false, false, N, O, I, x, I, w, O, T(bias ? 1 : 0), out, O);
 }
 
 // dout: (N, O), x: (N, I), w: (I, O)
 // -> dx: (N, I) = dout w^T, overwritten (nullptr: skipped)
 //    dw: (I, O) += x^T dout;  dbias: (O) += column sums of dout (nullptr: skipped)
 // part: input (dx only: Qi et al.'s B), weight (dw, dbias only: W; w unused) or both.
-template <class T>
+template <class Bk = backend::Cpu, class T>
 void linear_backward(T* dx, T* dw, T* dbias, const T* dout, const T* x, const T* w, int N, int I,
                      int O, BackwardPart part = BackwardPart::both) {
-  if (dx && computes_input(part))
-    backend::gemm(backend::view(dx, N, I), backend::cview(dout, N, O), backend::cview(w, I, O),
-                  false, true, 0);
+  if (dx && computes_input(part)) Bk::gemm(false, true, N, I, O, dout, O, w, O, T(0), dx, I);
   if (!computes_weights(part)) return;
-  backend::gemm(backend::view(dw, I, O), backend::cview(x, N, I), backend::cview(dout, N, O), true,
-                false, 1);
-  if (dbias) bias_backward(dbias, dout, N, O);
+  Bk::gemm(true, false, I, O, N, x, I, dout, O, T(1), dw, O);
+  if (dbias) bias_backward<Bk>(dbias, dout, N, O);
 }
 
 }  // namespace trident::nn

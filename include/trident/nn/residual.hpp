@@ -1,43 +1,49 @@
-// trident/nn/residual.hpp: the residual connection of a pre-LN block (He et al. 2016; GPT-2's
-// x + sublayer(LN(x))), fused with what surrounds it.
+// trident/nn/residual.hpp: the residual sum of a pre-norm block (He et al. 2016), on a backend.
 //
-// A sublayer's output y comes from a row-parallel product without its bias; the residual sum
-// x + (y + bias) is formed one row at a time, and a norm that follows (layernorm.hpp,
-// rmsnorm.hpp) normalises the row in the same pass while it is in L1: one pass over the
-// residual stream instead of three (bias, sum, norm). Plain loops, no OpenMP: each row is a few
-// hundred elements, cheaper than waking threads.
+// A block's output is x + sublayer(x): the row-parallel layer's output y plus its bias (added
+// here, after the TP reduction) plus the residual stream x. residual_row is the body's row, also
+// called by the norms' fused forms (layernorm.hpp, rmsnorm.hpp), which normalise each sum in the
+// same pass, while the row is in L1.
 #pragma once
 
 #include <cstddef>
 
-#include <trident/nn/vectorized.hpp>
+#include "../backend/cpu/cpu.hpp"
+#include "../backend/host_device.hpp"
 
 namespace trident::nn {
 
 // One row: sum = x + (y + bias), bias (C) or nullptr. sum may alias x or y.
 template <class T>
-void residual_row(T* sum, const T* x, const T* y, const T* bias, int C) {
-  if (bias)
-    ArrayMap<T>(sum, C) = CArrayMap<T>(x, C) + (CArrayMap<T>(y, C) + CArrayMap<T>(bias, C));
-  else
-    ArrayMap<T>(sum, C) = CArrayMap<T>(x, C) + CArrayMap<T>(y, C);
-}
-
-// x, y: (N, C), bias: (C) or nullptr -> sum: (N, C). For each row i, after its sum:
-// then(i, row) with the row's sum (e.g. a norm of it).
-template <class T, class Then>
-void residual_rows(T* sum, const T* x, const T* y, const T* bias, int N, int C, const Then& then) {
-  for (int i = 0; i < N; ++i) {
-    const std::ptrdiff_t at = static_cast<std::ptrdiff_t>(i) * C;
-    residual_row(sum + at, x + at, y + at, bias, C);
-    then(i, sum + at);
+TRIDENT_HOST_DEVICE inline void residual_row(T* sum, const T* x, const T* y, const T* bias, int C) {
+  if (bias) {
+    TRIDENT_SIMD
+    for (int c = 0; c < C; ++c) sum[c] = x[c] + (y[c] + bias[c]);
+  } else {
+    TRIDENT_SIMD
+    for (int c = 0; c < C; ++c) sum[c] = x[c] + y[c];
   }
 }
 
-// x, y: (N, C), bias: (C) or nullptr -> sum: (N, C) = x + (y + bias): the block's output.
+namespace residual_detail {
 template <class T>
+struct ResidualRows {
+  T* sum;
+  const T* x;
+  const T* y;
+  const T* bias;
+  int C;
+  TRIDENT_HOST_DEVICE void operator()(int i) const {
+    const std::ptrdiff_t at = std::ptrdiff_t(i) * C;
+    residual_row(sum + at, x + at, y + at, bias, C);
+  }
+};
+}  // namespace residual_detail
+
+// x, y: (N, C), bias: (C) or nullptr -> sum: (N, C) = x + (y + bias): the block's output.
+template <class Bk = backend::Cpu, class T>
 void residual_forward(T* sum, const T* x, const T* y, const T* bias, int N, int C) {
-  residual_rows(sum, x, y, bias, N, C, [](int, const T*) {});
+  Bk::for_each(N, residual_detail::ResidualRows<T>{sum, x, y, bias, C});
 }
 
 }  // namespace trident::nn

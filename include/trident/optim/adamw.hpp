@@ -8,8 +8,10 @@
 #include <cstddef>
 #include <type_traits>
 
+#include "../backend/cpu/cpu.hpp"
+#include "../backend/host_device.hpp"
+#include "../backend/ops.hpp"
 #include "../core/bf16.hpp"
-#include "../detail/eigen.hpp"
 
 namespace trident {
 
@@ -26,6 +28,31 @@ double square_sum(const G* x, std::size_t n) {
   }
   return sum;
 }
+
+namespace adamw_detail {
+// Element k: g = grad * scale; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+// p = p shrink - step_size m / (sqrt(v) inv_sqrt_bc2 + eps)  (bias corrections folded in).
+template <class P, class G, class M>
+struct Update {
+  P* param;
+  const G* grad;
+  M* m;
+  M* v;
+  M beta1, beta2, eps, scale, step_size, inv_sqrt_bc2, shrink;
+  TRIDENT_HOST_DEVICE void operator()(int k) const {
+    using backend::ops_detail::narrow;
+    using backend::ops_detail::widen;
+    const M g = M(widen(grad[k])) * scale;
+    const M mk = beta1 * m[k] + (M(1) - beta1) * g;
+    const M vk = beta2 * v[k] + (M(1) - beta2) * (g * g);
+    m[k] = mk;
+    v[k] = vk;
+    const M p = M(widen(param[k])) * shrink -
+                step_size * mk / (backend::math::sqrt(vk) * inv_sqrt_bc2 + eps);
+    param[k] = narrow<P>(p);
+  }
+};
+}  // namespace adamw_detail
 
 struct AdamW {
   double lr = 6e-4;  // peak learning rate
@@ -52,44 +79,25 @@ struct AdamW {
 
   // One update of n elements at step t (1-based), PyTorch's formulation: decoupled weight
   // decay p <- p (1 - lr wd), then p <- p - lr m_hat / (sqrt(v_hat) + eps). The gradient is
-  // first multiplied by grad_scale (the clipping factor).
+  // first multiplied by grad_scale (the clipping factor). On backend Bk's memory: one
+  // elementwise body (adamw_detail::Update), one pass over param, grad, m and v.
   // P: master parameters; G: gradients (float, double or bf16); M: moments, and the type the
-  // arithmetic is done in. Blocks of kBlock elements as Eigen arrays, so that sqrt and the
-  // division vectorise. When P and G are M (float or double training) the arrays map the
-  // buffers in place: one pass over param, grad, m and v, no copies; else (bf16) the block is
-  // converted into M on the stack and back.
-  template <class P, class G, class M>
+  // arithmetic is done in.
+  template <class Bk = backend::Cpu, class P, class G, class M>
   void update(P* param, const G* grad, M* m, M* v, std::size_t n, int t, double lr, bool decay,
               double grad_scale) const {
-    constexpr int kBlock = 2048;
-    using A = Eigen::Array<M, Eigen::Dynamic, 1, Eigen::ColMajor, kBlock, 1>;  // on the stack
-    using Map = Eigen::Map<Eigen::Array<M, Eigen::Dynamic, 1>>;
-    using CMap = Eigen::Map<const Eigen::Array<M, Eigen::Dynamic, 1>>;
-    const M b1 = M(beta1), b2 = M(beta2), scale = M(grad_scale), e = M(eps);
-    const M step_size = M(lr / (1.0 - std::pow(beta1, t)));
-    const M inv_sqrt_bc2 = M(1.0 / std::sqrt(1.0 - std::pow(beta2, t)));
-    const M shrink = M(decay ? 1.0 - lr * weight_decay : 1.0);
-    auto step = [&](const auto& g, auto&& p, Map mi, Map vi) {  // g: the scaled gradient
-      mi = b1 * mi + (M(1) - b1) * g;
-      vi = b2 * vi + (M(1) - b2) * g.square();
-      p = p * shrink - step_size * mi / (vi.sqrt() * inv_sqrt_bc2 + e);
-    };
-    const std::ptrdiff_t blocks = (static_cast<std::ptrdiff_t>(n) + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static)
-    for (std::ptrdiff_t blk = 0; blk < blocks; ++blk) {
-      const std::ptrdiff_t i0 = blk * kBlock;
-      const std::ptrdiff_t len = std::min<std::ptrdiff_t>(kBlock, std::ptrdiff_t(n) - i0);
-      if constexpr (std::is_same_v<P, M> && std::is_same_v<G, M>) {
-        step(CMap(grad + i0, len) * scale, Map(param + i0, len), Map(m + i0, len),
-             Map(v + i0, len));
-      } else {
-        A g(len), p(len);
-        for (std::ptrdiff_t k = 0; k < len; ++k)
-          g[k] = M(to_float(grad[i0 + k])) * scale, p[k] = M(to_float(param[i0 + k]));
-        step(g, p, Map(m + i0, len), Map(v + i0, len));
-        for (std::ptrdiff_t k = 0; k < len; ++k) param[i0 + k] = convert_to<P>(p[k]);
-      }
-    }
+    const adamw_detail::Update<P, G, M> body{param,
+                                             grad,
+                                             m,
+                                             v,
+                                             M(beta1),
+                                             M(beta2),
+                                             M(eps),
+                                             M(grad_scale),
+                                             M(lr / (1.0 - std::pow(beta1, t))),
+                                             M(1.0 / std::sqrt(1.0 - std::pow(beta2, t))),
+                                             M(decay ? 1.0 - lr * weight_decay : 1.0)};
+    Bk::elementwise(int(n), body);
   }
 };
 

@@ -1,4 +1,5 @@
-// trident/pp/executor.hpp: one stage's schedule (schedule.hpp) run over MPI point-to-point.
+// trident/pp/executor.hpp: one stage's schedule (schedule.hpp) run over point-to-point messages
+// between pipeline ranks, on a backend B.
 //
 // The executor moves activations and their gradients and never looks inside a layer: the
 // stage is anything with
@@ -8,10 +9,12 @@
 //                                  likewise; part: both (fused backward), input (zero-bubble's
 //                                  B) or weight (W: no doutput, no dinput); last: the chunk's
 //                                  last weight-gradient pass of the step
-// Every receive of the step is posted at the start (MPI_Irecv into its own buffer) and every
-// send is nonblocking, so transfers overlap compute; the executor waits on a receive only
-// when the schedule needs its data. Messages are told apart by tag: (receiving chunk,
-// microbatch, direction). With verbose on, every send and receive is printed with an arrow.
+// Activations and their gradients are in B's memory and travel through the pipeline group's
+// DeviceComm<B> (MPI on host memory, host staging on a device). Every receive of the step is
+// posted at the start (into its own buffer) and every send is nonblocking, so transfers overlap
+// compute; the executor waits on a receive only when the schedule needs its data. Messages are
+// told apart by tag: (receiving chunk, microbatch, direction). With verbose on, every send and
+// receive is printed with an arrow.
 #pragma once
 
 #include <cstdio>
@@ -19,6 +22,8 @@
 #include <tuple>
 #include <vector>
 
+#include "../backend/cpu/cpu.hpp"
+#include "../backend/device_comm.hpp"
 #include "../core/comm.hpp"
 #include "../core/memory.hpp"
 #include "schedule.hpp"
@@ -26,13 +31,13 @@
 
 namespace trident::pp {
 
-template <class T>
+template <class T, class B = backend::Cpu>
 class Executor {
  public:
-  // pp: the pipeline group (rank = stage); actions: this stage's list from make_schedule;
-  // placement: where the chunks sit (placement.hpp; chunk_map(spec).placement).
-  Executor(const Comm& pp, std::vector<Action> actions, int microbatches, int chunks,
-           std::size_t activation_size, bool verbose = false,
+  // pp: the pipeline group (rank = stage) on B's memory; actions: this stage's list from
+  // make_schedule; placement: where the chunks sit (placement.hpp; chunk_map(spec).placement).
+  Executor(const backend::DeviceComm<B>& pp, std::vector<Action> actions, int microbatches,
+           int chunks, std::size_t activation_size, bool verbose = false,
            Placement placement = Placement::looped)
       : pp_(pp),
         actions_(std::move(actions)),
@@ -70,8 +75,8 @@ class Executor {
  private:
   using Key = std::tuple<int, int, int>;  // op, microbatch, chunk
   struct Message {
-    Buffer<T> data;
-    Request request;
+    backend::DeviceBuffer<T, B> data;
+    backend::DeviceRequest request;
   };
   // One run's state: the clock's origin, the messages in flight and the measured intervals.
   struct Step {
@@ -89,8 +94,7 @@ class Executor {
         flight_recorder().set_microbatch(a.microbatch);
         Message& msg = step.inbox[key(a.op, a.microbatch, a.chunk)];
         msg.data.allocate(MemoryKind::buffers, size_, Fill::none);  // the receive writes all
-        msg.request = pp_.irecv(trident::Span<T>(msg.data.data(), size_), a.peer,
-                                tag(a.op, a.microbatch, a.chunk));
+        msg.request = pp_.irecv(msg.data.data(), size_, a.peer, tag(a.op, a.microbatch, a.chunk));
       }
   }
   void record(Step& step, const Action& a, IntervalKind kind, double t0) const {
@@ -106,8 +110,7 @@ class Executor {
   void send(Step& step, const Action& a, double t0) const {
     Message& msg = step.outbox.at(key(a.op, a.microbatch, a.chunk));
     const int receiver = receiving_chunk(a.op, a.chunk);
-    msg.request = pp_.isend(trident::Span<const T>(msg.data.data(), size_), a.peer,
-                            tag(a.op, a.microbatch, receiver));
+    msg.request = pp_.isend(msg.data.data(), size_, a.peer, tag(a.op, a.microbatch, receiver));
     say(a, "-->");
     record(step, a, IntervalKind::send, t0);
   }
@@ -168,7 +171,7 @@ class Executor {
     std::fflush(stdout);
   }
 
-  const Comm& pp_;
+  backend::DeviceComm<B> pp_;
   std::vector<Action> actions_;
   int m_;
   ChunkMap map_;

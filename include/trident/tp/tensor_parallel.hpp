@@ -1,30 +1,46 @@
-// trident/tp/tensor_parallel.hpp: the tensor-parallel group and Megatron's conjugate operators.
+// trident/tp/tensor_parallel.hpp: the tensor-parallel group and Megatron's conjugate operators,
+// on a backend Bk.
 //
 // Shoeybi et al. 2019 (Megatron-LM), §3, Figure 3: `f` is the identity in forward and an
 // all-reduce in backward; `g` is an all-reduce in forward and the identity in backward. Sequence
 // parallelism (Korthikanti et al. 2022, §4.2.2) replaces them by an all-gather along the
 // sequence (forward; reduce-scatter in backward) before a column-parallel layer, and a
 // reduce-scatter (forward; all-gather in backward) after a row-parallel one. Activations are
-// (tokens, features) in [s, b] order, so a sequence shard is a contiguous block of rows.
+// (tokens, features) in [s, b] order, so a sequence shard is a contiguous block of rows and
+// each operator is one bare collective on the caller's buffers, in Bk's memory, through the
+// group's DeviceComm (backend/device_comm.hpp: MPI on host memory, NCCL or host staging on a
+// device).
 //
 // In placements (tensor/placement.hpp), with A the activations' placement outside the layer
 // pairs (Replicate, or Shard(0) under SP):
 //   f_forward   A -> Replicate          g_forward   Partial -> A
 //   f_backward  Partial -> A            g_backward  A -> Replicate
-// Each is a redistribute() (tensor/redistribute.hpp) between views of the caller's buffers.
 #pragma once
 
 #include <string>
 
+#include "../backend/cpu/cpu.hpp"
+#include "../backend/device_comm.hpp"
 #include "../core/comm.hpp"
 #include "../core/error.hpp"
-#include "../tensor/redistribute.hpp"
+#include "../tensor/placement.hpp"
 
 namespace trident {
 
+template <class Bk = backend::Cpu>
 struct TensorParallel {
   const Comm* comm = nullptr;
   bool sequence_parallel = false;
+  backend::DeviceComm<Bk> device;  // the group's collectives on Bk's buffers
+
+  TensorParallel() = default;
+  // The collectives take Bk's path without NCCL (MPI on host memory, else host staging).
+  TensorParallel(const Comm* c, bool sp = false)  // NOLINT(google-explicit-constructor)
+      : comm(c), sequence_parallel(sp) {
+    if (c) device = backend::DeviceComm<Bk>(*c, backend::DeviceComm<Bk>::staged_path());
+  }
+  TensorParallel(const Comm* c, bool sp, backend::DeviceComm<Bk> d)
+      : comm(c), sequence_parallel(sp), device(std::move(d)) {}
 
   int size() const { return comm->size(); }
   int rank() const { return comm->rank(); }
@@ -66,26 +82,36 @@ struct TensorParallel {
     return to_replicate(dy, dy_full, N, cols);
   }
 
-  // The bare collectives over TP, for what is outside the layer pairs (e.g. the sum of the
-  // gradients of SP-replicated parameters).
+  // The bare sum over TP, in place, for what is outside the layer pairs (e.g. the gradients of
+  // SP-replicated parameters, the vocab-parallel loss's row statistics).
   template <class T>
-  void all_reduce(T* x, std::size_t n) const {
-    comm->all_reduce(Span<T>(x, n));
+  void all_reduce(T* x, std::size_t n, ReduceOp op = ReduceOp::sum) const {
+    if (size() > 1) device.all_reduce(x, n, op);
+  }
+  // in: (n) -> out: (size * n), the ranks' pieces in rank order.
+  template <class T>
+  void all_gather(const T* in, T* out, std::size_t n) const {
+    device.all_gather(in, out, n);
   }
 
  private:
   template <class T>
   [[nodiscard]] const T* to_replicate(const T* x, T* full, int N, int cols) const {
     if (!sequence_parallel) return x;
-    redistribute<T>({x, layout(N, cols, Placement::Shard(0))},
-                    {full, layout(N, cols, Placement::Replicate())}, *comm);
+    device.all_gather(x, full, std::size_t(local_rows(N)) * cols);
     return full;
   }
   template <class T>
   void sum_partial(T* out, const T* partial, int N, int cols) const {
-    redistribute<T>({partial, layout(N, cols, Placement::Partial())},
-                    {out, layout(N, cols, activation_placement())}, *comm);
+    if (sequence_parallel)
+      return device.reduce_scatter(partial, out, std::size_t(local_rows(N)) * cols);
+    if (out != partial) Bk::copy(out, partial, std::size_t(N) * cols * sizeof(T));
+    if (size() > 1) device.all_reduce(out, std::size_t(N) * cols);
   }
 };
+
+// A class template's name as the type of a group on the CPU: `const TensorParallel tp{&comm}`.
+TensorParallel(const Comm*)->TensorParallel<backend::Cpu>;
+TensorParallel(const Comm*, bool)->TensorParallel<backend::Cpu>;
 
 }  // namespace trident

@@ -63,8 +63,8 @@ void send_to_first_stage(const Comm& pp, NamedTensors<T>& tensors) {
 // unit_values(chunk, unit) -> const T* to this rank's full local block of the unit (it may be
 // collective over DP: every rank calls it for every unit in the same order); done(chunk, unit)
 // after use. Returns the tensors on world rank 0 (empty elsewhere). Collective.
-template <class M, class T, class S, class Values, class Done>
-NamedTensors<T> collect(Trainer<M, T, S>& trainer, Values&& unit_values, Done&& done) {
+template <class M, class T, class S, class B, class Values, class Done>
+NamedTensors<T> collect(Trainer<M, T, S, B>& trainer, Values&& unit_values, Done&& done) {
   const Mesh<>& mesh = trainer.mesh();
   const bool keeper = mesh.coord().tp == 0 && mesh.coord().dp == 0;
   NamedTensors<T> out;
@@ -88,27 +88,34 @@ NamedTensors<T> collect(Trainer<M, T, S>& trainer, Values&& unit_values, Done&& 
 }
 
 // All parameters on world rank 0. Collective.
-template <class M, class T, class S>
-NamedTensors<T> collect_parameters(Trainer<M, T, S>& t) {
+template <class M, class T, class S, class B>
+NamedTensors<T> collect_parameters(Trainer<M, T, S, B>& t) {
+  std::vector<T> host;  // the unit's parameters, staged through the host
   return collect(
-      t, [&](int c, int u) { return t.chunk(c).store().gather_parameters(u); },
+      t,
+      [&](int c, int u) {
+        auto& st = t.chunk(c).store();
+        host = backend::host_copy<B>(st.gather_parameters(u), st.padded(u));
+        return host.data();
+      },
       [&](int c, int u) { t.chunk(c).store().release_parameters(u); });
 }
 
 // The DP-reduced gradients (after gradients_only()) on world rank 0. Collective.
-template <class M, class T, class S>
-NamedTensors<T> collect_gradients(Trainer<M, T, S>& t) {
+template <class M, class T, class S, class B>
+NamedTensors<T> collect_gradients(Trainer<M, T, S, B>& t) {
   std::vector<T> full;
   return collect(
       t,
       [&](int c, int u) -> const T* {
-        UnitStore<T, S>& st = t.chunk(c).store();
+        UnitStore<T, S, B>& st = t.chunk(c).store();
         const Span<S> g = st.reduced_grads(u);
+        const std::vector<S> mine = backend::host_copy<B>(g.data(), g.size());
         std::vector<S> all(st.padded(u));
         if (g.size() == all.size())
-          std::copy_n(g.data(), g.size(), all.data());
+          all = mine;
         else
-          t.mesh().dp().all_gather(Span<const S>(g.data(), g.size()), Span<S>(all));
+          t.mesh().dp().all_gather(Span<const S>(mine), Span<S>(all));
         full.resize(all.size());
         for (std::size_t k = 0; k < all.size(); ++k) full[k] = convert_to<T>(all[k]);
         return full.data();

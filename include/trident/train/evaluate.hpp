@@ -31,15 +31,15 @@ struct ForwardOnlyStage {
 // Runs `microbatches` microbatches through this rank's chunks with the forward-only schedule.
 // Collective over the whole mesh. The communication is not counted in comm_stats() (the
 // training report's traffic per step is the training step's).
-template <class M, class T, class S, class Run>
-void run_forward_only(Trainer<M, T, S>& t, int microbatches, Run&& run) {
+template <class M, class T, class S, class B, class Run>
+void run_forward_only(Trainer<M, T, S, B>& t, int microbatches, Run&& run) {
   const CommStats counted = comm_stats();
   const TrainOptions& o = t.options();
   const pp::ChunkMap map = o.chunk_map();  // the training schedule's placement
   const auto schedule = pp::make_schedule(
       {pp::ScheduleKind::forward_only, o.mesh.pp, microbatches, o.virtual_stages, map.placement});
-  pp::Executor<T> executor(t.mesh().pp(), schedule[t.mesh().stage()], microbatches,
-                           o.virtual_stages, t.chunk(0).activation_size(), false, map.placement);
+  pp::Executor<T, B> executor(t.device_mesh().pp(), schedule[t.mesh().stage()], microbatches,
+                              o.virtual_stages, t.chunk(0).activation_size(), false, map.placement);
   ForwardOnlyStage<T, Run&> stage{run};
   executor.run(stage, detail::now_seconds());
   for (int c = 0; c < t.chunks(); ++c) t.chunk(c).store().end_step();  // ZeRO-3's gathered copies
@@ -48,8 +48,8 @@ void run_forward_only(Trainer<M, T, S>& t, int microbatches, Run&& run) {
 
 // Mean loss over the tokens of `batches` global batches of held_out. Collective; the same
 // value on every rank.
-template <class M, class T, class S>
-[[nodiscard]] double evaluate(Trainer<M, T, S>& t, const TokenSource& held_out, int batches) {
+template <class M, class T, class S, class B>
+[[nodiscard]] double evaluate(Trainer<M, T, S, B>& t, const TokenSource& held_out, int batches) {
   require(batches >= 1, "evaluation needs at least 1 batch, got " + std::to_string(batches));
   const TrainOptions& o = t.options();
   const int seq = t.model().seq(), m = o.microbatches, b = o.rows_per_microbatch();

@@ -23,8 +23,8 @@ struct ModelStates {
 
 // Psi of the ZeRO paper for this rank: elements of its model-parallel shard (units padded to a
 // multiple of DP).
-template <class M, class T, class S>
-std::size_t local_parameters(Trainer<M, T, S>& t) {
+template <class M, class T, class S, class B>
+std::size_t local_parameters(Trainer<M, T, S, B>& t) {
   std::size_t psi = 0;
   for (int c = 0; c < t.chunks(); ++c)
     for (int u = 0; u < t.chunk(c).store().size(); ++u) psi += t.chunk(c).store().padded(u);
@@ -33,8 +33,8 @@ std::size_t local_parameters(Trainer<M, T, S>& t) {
 
 // ZeRO paper §5 (plan::model_state_bytes): per-rank model states with this rank's Psi and this
 // run's byte sizes (plan::trident_precision: parameters and gradients in S, K in T).
-template <class M, class T, class S>
-ModelStates model_state_formula(Trainer<M, T, S>& t) {
+template <class M, class T, class S, class B>
+ModelStates model_state_formula(Trainer<M, T, S, B>& t) {
   const plan::ModelStateBytes b =
       plan::model_state_bytes(double(local_parameters(t)), t.options().zero.stage,
                               t.mesh().shape().dp, plan::trident_precision<T, S>());
@@ -44,16 +44,16 @@ ModelStates model_state_formula(Trainer<M, T, S>& t) {
 namespace traffic_detail {
 
 // The (N, C) activation handed between stages, bytes: the chunks' (n, C) times TP under SP.
-template <class M, class T, class S>
-double activation_bytes(Trainer<M, T, S>& t) {
+template <class M, class T, class S, class B>
+double activation_bytes(Trainer<M, T, S, B>& t) {
   const TrainOptions& o = t.options();
   const bool sp = o.sequence_parallel && o.mesh.tp > 1;
   return double(t.chunk(0).activation_size()) * (sp ? o.mesh.tp : 1) * sizeof(T);
 }
 
 // TP bytes of chunk c per step.
-template <class M, class T, class S>
-double chunk_tp_bytes(Trainer<M, T, S>& t, int c) {
+template <class M, class T, class S, class B>
+double chunk_tp_bytes(Trainer<M, T, S, B>& t, int c) {
   const TrainOptions& o = t.options();
   const int tpn = o.mesh.tp;
   if (tpn == 1) return 0;
@@ -69,7 +69,7 @@ double chunk_tp_bytes(Trainer<M, T, S>& t, int c) {
   if (s.last()) per_mb += op + 3 * rows;
   double bytes = o.microbatches * per_mb;
   if (sp) {
-    UnitStore<T, S>& st = t.chunk(c).store();
+    UnitStore<T, S, B>& st = t.chunk(c).store();
     double replicated = 0;  // TP-replicated elements of the reduced gradients held here
     for (int u = 0; u < st.size(); ++u) {
       const std::size_t held = st.reduced_grads(u).size(),
@@ -86,8 +86,8 @@ double chunk_tp_bytes(Trainer<M, T, S>& t, int c) {
 
 // PP bytes of chunk c per step: stage boundaries cross ranks when PP > 1; with PP = 1 the
 // chunks hand over in memory.
-template <class M, class T, class S>
-double chunk_pp_bytes(Trainer<M, T, S>& t, int c) {
+template <class M, class T, class S, class B>
+double chunk_pp_bytes(Trainer<M, T, S, B>& t, int c) {
   const TrainOptions& o = t.options();
   const int p = o.mesh.pp, v = o.virtual_stages, g = t.chunk(c).spec().index;
   const bool sp = o.sequence_parallel && o.mesh.tp > 1;
@@ -96,13 +96,13 @@ double chunk_pp_bytes(Trainer<M, T, S>& t, int c) {
 }
 
 // DP bytes of chunk c per step (plan::zero_dp_bytes on its units).
-template <class M, class T, class S>
-double chunk_dp_bytes(Trainer<M, T, S>& t, int c) {
+template <class M, class T, class S, class B>
+double chunk_dp_bytes(Trainer<M, T, S, B>& t, int c) {
   const TrainOptions& o = t.options();
   if (o.mesh.dp == 1) return 0;
   const int m = o.microbatches;
   const ZeroPolicy& z = o.zero;
-  UnitStore<T, S>& st = t.chunk(c).store();
+  UnitStore<T, S, B>& st = t.chunk(c).store();
   double psi = 0, fwd_gathers = 0, bwd_gathers = 0;
   for (int u = 0; u < st.size(); ++u) {
     const double bytes = double(st.padded(u)) * sizeof(S);
@@ -137,8 +137,8 @@ double chunk_dp_bytes(Trainer<M, T, S>& t, int c) {
 //    (the part this rank holds), once per step; a layer split between neighbouring ranks sends
 //    its copy's over PP instead (train/trainer.hpp, sum_tied_gradients).
 //  A stage boundary inside a layer: each half has half the layer's TP calls.
-template <class M, class T, class S>
-Traffic traffic_formula(Trainer<M, T, S>& t) {
+template <class M, class T, class S, class B>
+Traffic traffic_formula(Trainer<M, T, S, B>& t) {
   Traffic f;
   for (int c = 0; c < t.chunks(); ++c) {
     f.tp += traffic_detail::chunk_tp_bytes(t, c);
@@ -148,7 +148,7 @@ Traffic traffic_formula(Trainer<M, T, S>& t) {
   for (const LocalTie& tie : t.ties())
     if (tie.peer >= 0) {
       const bool first = tie.chunk >= 0;
-      UnitStore<T, S>& st = t.chunk(first ? tie.chunk : tie.other_chunk).store();
+      UnitStore<T, S, B>& st = t.chunk(first ? tie.chunk : tie.other_chunk).store();
       const double b =
           double(st.reduced_grads(first ? tie.unit : tie.other_unit).size()) * sizeof(S);
       (tie.over_embedding_group ? f.emb : f.pp) += b;

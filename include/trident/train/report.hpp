@@ -38,8 +38,8 @@ struct RunReport {
 
 // Measures intervals and CommStats over `steps` steps (the caller resets the counters before them).
 // Collective; the report is complete on world rank 0.
-template <class M, class T, class S>
-RunReport make_report(Trainer<M, T, S>& t, const std::vector<StepResult>& measured) {
+template <class M, class T, class S, class B>
+RunReport make_report(Trainer<M, T, S, B>& t, const std::vector<StepResult>& measured) {
   RankFigures f;
   const MeshCoord c = t.mesh().coord();
   f.tp = c.tp, f.pp = c.pp, f.dp = c.dp;

@@ -67,8 +67,8 @@ inline int choose_token(const std::vector<double>& logits, double temperature, i
 
 // `s.tokens` tokens sampled after `prompt` (ids < vocab, at least one). Collective; the same
 // tokens on every rank.
-template <class M, class T, class S>
-std::vector<std::int32_t> sample(Trainer<M, T, S>& t, const std::vector<std::int32_t>& prompt,
+template <class M, class T, class S, class B>
+std::vector<std::int32_t> sample(Trainer<M, T, S, B>& t, const std::vector<std::int32_t>& prompt,
                                  const SampleOptions& s) {
   const M& model = t.model();
   const int seq = model.seq(), vocab = model.vocab(), rows = t.options().rows_per_microbatch();

@@ -1,8 +1,12 @@
 // trident/train/trainer.hpp: one training step = schedule x model x ZeRO policy
 // (ARCHITECTURE §2, the data path of one step).
 //
-// Generic over the model (model/model.hpp): a Trainer<M, T, S> builds one M::Stage<T, S> per
-// virtual stage this rank holds and knows the model only through M's interface.
+// Generic over the model (model/model.hpp) and the backend B (backend/cpu/cpu.hpp): a
+// Trainer<M, T, S, B> builds one M::Stage<T, S, B> per virtual stage this rank holds and knows
+// the model only through M's interface; its parameters, gradients, optimizer states and
+// activations live in B's memory, its collectives go through the mesh's DeviceComm<B>s
+// (mesh/device_mesh.hpp). Host code never reads B's memory: the loss (per microbatch) and the
+// gradient norm's sums (per step) cross once, counted (backend/device_buffer.hpp).
 //
 //  1. The global batch (batch sequences) is split over DP ranks by rows, each rank's rows into
 //     m microbatches: row r of the global batch is the same sequence on every mesh.
@@ -26,8 +30,11 @@
 #include <memory>
 #include <vector>
 
+#include "../backend/cpu/cpu.hpp"
+#include "../backend/ops.hpp"
 #include "../core/fault.hpp"
 #include "../data/tokens.hpp"
+#include "../mesh/device_mesh.hpp"
 #include "../pp/executor.hpp"
 #include "../tp/tensor_parallel.hpp"
 #include "../zero/optimizer.hpp"
@@ -43,11 +50,12 @@ struct [[nodiscard]] StepResult {
   std::vector<pp::Interval> intervals;  // this rank's pipeline timeline
 };
 
-template <class M, class T, class S = T>
+template <class M, class T, class S = T, class B = backend::Cpu>
 class Trainer {
  public:
   using Model = M;
-  using Chunk = typename M::template Stage<T, S>;
+  using Backend = B;
+  using Chunk = typename M::template Stage<T, S, B>;
 
   // Defined below the class, not inline, as are step(bool) and optimizer(): a program that
   // compiles them once declares `extern template class Trainer<...>` (docs/ARCHITECTURE.md §9).
@@ -56,7 +64,9 @@ class Trainer {
   const M& model() const { return model_; }
   const TrainOptions& options() const { return o_; }
   const Mesh<>& mesh() const { return mesh_; }
-  const TensorParallel& tp() const { return tp_; }
+  // The mesh's groups on B's memory, and the collective path they take.
+  const DeviceMesh<B>& device_mesh() const { return *groups_; }
+  const TensorParallel<B>& tp() const { return tp_; }
   int chunks() const { return static_cast<int>(chunks_.size()); }
   Chunk& chunk(int c) { return *chunks_[c]; }
   int steps_done() const { return step_; }
@@ -118,16 +128,22 @@ class Trainer {
   // word embedding's, a layer split between stages), on whatever part of the reduced gradient
   // this rank holds.
   void sync_replicated_gradients() {
-    for (auto& c : chunks_) {
-      UnitStore<T, S>& st = c->store();
-      if (tp_.sequence_parallel && tp_.size() > 1) {
-        std::vector<S> packed;  // TP-replicated elements of every unit, one all-reduce
-        visit_replicated(st, [&](S& x) { packed.push_back(x); });
-        mesh_.tp().all_reduce(Span<S>(packed));
-        std::size_t k = 0;
-        visit_replicated(st, [&](S& x) { x = packed[k++]; });
+    if (tp_.sequence_parallel && tp_.size() > 1)
+      for (auto& c : chunks_) {
+        UnitStore<T, S, B>& st = c->store();
+        std::vector<Span<S>> ranges;  // TP-replicated elements of every unit, one all-reduce
+        visit_replicated(st, [&](Span<S> r) { ranges.push_back(r); });
+        std::size_t n = 0;
+        for (const Span<S>& r : ranges) n += r.size();
+        backend::DeviceBuffer<S, B> packed(MemoryKind::buffers, n, Fill::none);
+        std::size_t at = 0;
+        for (const Span<S>& r : ranges)
+          B::copy(packed.data() + at, r.data(), r.bytes()), at += r.size();
+        tp_.all_reduce(packed.data(), n);
+        at = 0;
+        for (const Span<S>& r : ranges)
+          B::copy(r.data(), packed.data() + at, r.bytes()), at += r.size();
       }
-    }
     sum_tied_gradients();
   }
   // The copies of each tied parameter are summed wherever they live (train/ties.hpp): here
@@ -141,8 +157,7 @@ class Trainer {
       if (t.on_this_rank()) {  // one sum, the same in both copies
         const Span<S> a = chunks_[t.chunk]->store().reduced_grads(t.unit),
                       b = chunks_[t.other_chunk]->store().reduced_grads(t.other_unit);
-        for (std::size_t k = 0; k < a.size(); ++k)
-          b[k] = a[k] = convert_to<S>(to_float(a[k]) + to_float(b[k]));
+        backend::sum_both<B>(a.data(), b.data(), a.size());
         continue;
       }
       if (t.peer < 0) continue;  // neither copy here
@@ -150,26 +165,24 @@ class Trainer {
       const Span<S> mine = chunks_[first ? t.chunk : t.other_chunk]->store().reduced_grads(
           first ? t.unit : t.other_unit);
       if (t.over_embedding_group) {
-        mesh_.embedding().all_reduce(mine);
+        groups_->embedding().all_reduce(mine.data(), mine.size());
         continue;
       }
-      std::vector<S> theirs(mine.size());
-      Request r = mesh_.pp().irecv(Span<S>(theirs), t.peer, kTieTag);
-      mesh_.pp().send(Span<const S>(mine.data(), mine.size()), t.peer, kTieTag);
-      r.wait();
-      for (std::size_t k = 0; k < mine.size(); ++k)  // a + b == b + a: the same on both sides
-        mine[k] = convert_to<S>(to_float(mine[k]) + to_float(theirs[k]));
+      backend::DeviceBuffer<S, B> theirs(MemoryKind::buffers, mine.size(), Fill::none);
+      groups_->pp().exchange(mine.data(), theirs.data(), mine.size(), t.peer, kTieTag);
+      // a + b == b + a: the same on both sides
+      backend::accumulate<B>(mine.data(), theirs.data(), mine.size());
     }
   }
+  // f(range): each range of TP-replicated elements of the reduced gradients this rank holds.
   template <class F>
-  static void visit_replicated(UnitStore<T, S>& st, F&& f) {
+  static void visit_replicated(UnitStore<T, S, B>& st, F&& f) {
     for (int u = 0; u < st.size(); ++u) {
       const Span<S> g = st.reduced_grads(u);
       const std::size_t begin = st.policy().stage == 0 ? 0 : st.shard_begin(u);
       for_each_param_in(st.layout(u), begin, begin + g.size(),
                         [&](const LocalParam& p, std::size_t a, std::size_t e) {
-                          if (p.tp_replicated())
-                            for (std::size_t k = a; k < e; ++k) f(g[k - begin]);
+                          if (p.tp_replicated()) f(Span<S>(g.data() + (a - begin), e - a));
                         });
     }
   }
@@ -178,16 +191,17 @@ class Trainer {
   TrainOptions o_;
   Mesh<> mesh_;
   TokenSource data_;
-  TensorParallel tp_;
+  std::unique_ptr<DeviceMesh<B>> groups_;
+  TensorParallel<B> tp_;
   std::vector<LocalTie> ties_;
   std::vector<std::unique_ptr<Chunk>> chunks_;
-  std::unique_ptr<pp::Executor<T>> executor_;
+  std::unique_ptr<pp::Executor<T, B>> executor_;
   std::vector<Microbatch> micro_;
   int step_ = 0;
 };
 
-template <class M, class T, class S>
-Trainer<M, T, S>::Trainer(const Comm& world, M model, TrainOptions o, TokenSource data)
+template <class M, class T, class S, class B>
+Trainer<M, T, S, B>::Trainer(const Comm& world, M model, TrainOptions o, TokenSource data)
     : model_((static_check_model<M>(), std::move(model))),
       o_((validate(model_, o, world.size()), o)),
       mesh_(world, o.mesh),
@@ -196,7 +210,8 @@ Trainer<M, T, S>::Trainer(const Comm& world, M model, TrainOptions o, TokenSourc
                                                std::to_string(data_.vocab() - 1) +
                                                ", at or above the model's vocabulary of " +
                                                std::to_string(model_.vocab()));
-  tp_ = {&mesh_.tp(), o_.sequence_parallel};
+  groups_ = std::make_unique<DeviceMesh<B>>(mesh_, B::attach(world));
+  tp_ = TensorParallel<B>(&mesh_.tp(), o_.sequence_parallel, groups_->tp());
   const std::vector<int> split = layer_split(model_, o_);
   const int p = o_.mesh.pp, v = o_.virtual_stages;
   const pp::ChunkMap map = o_.chunk_map();
@@ -204,15 +219,15 @@ Trainer<M, T, S>::Trainer(const Comm& world, M model, TrainOptions o, TokenSourc
   for (int c = 0; c < v; ++c)
     chunks_.push_back(
         std::make_unique<Chunk>(model_, tp_, stage_spec(split, map.virtual_stage(c, mesh_.stage())),
-                                o_.rows_per_microbatch(), mesh_.dp(), o_.zero, o_.recompute));
+                                o_.rows_per_microbatch(), groups_->dp(), o_.zero, o_.recompute));
   const auto schedule = pp::make_schedule({o_.schedule, p, o_.microbatches, v});
-  executor_ =
-      std::make_unique<pp::Executor<T>>(mesh_.pp(), schedule[mesh_.stage()], o_.microbatches, v,
-                                        chunks_[0]->activation_size(), o_.verbose, map.placement);
+  executor_ = std::make_unique<pp::Executor<T, B>>(
+      groups_->pp(), schedule[mesh_.stage()], o_.microbatches, v, chunks_[0]->activation_size(),
+      o_.verbose, map.placement);
 }
 
-template <class M, class T, class S>
-StepResult Trainer<M, T, S>::step(bool apply) {
+template <class M, class T, class S, class B>
+StepResult Trainer<M, T, S, B>::step(bool apply) {
   StepResult r;
   const int b = o_.rows_per_microbatch();
   micro_.clear();
@@ -238,15 +253,17 @@ StepResult Trainer<M, T, S>::step(bool apply) {
   return r;
 }
 
-template <class M, class T, class S>
-void Trainer<M, T, S>::optimizer(StepResult& r) {
+template <class M, class T, class S, class B>
+void Trainer<M, T, S, B>::optimizer(StepResult& r) {
   ++step_;
-  double squares = 0;
+  backend::SquareSums<B, S> sums;  // every chunk's ranges, one copy to the host
   for (int c = 0; c < chunks(); ++c)
-    squares += shard_square_sum(chunks_[c]->store(), [&](int u, const LocalParam& p) {
+    add_shard_squares(sums, chunks_[c]->store(), [&](int u, const LocalParam& p) {
       if (p.tp_replicated() && mesh_.coord().tp != 0) return false;
       return !tied_copy(c, u);
     });
+  double squares = 0;
+  for (double x : sums.compute()) squares += x;
   if (fault::armed("nan-grad", mesh_.world().rank(), step_ - 1)) squares = std::nan("");
   r.grad_norm = std::sqrt(mesh_.world().all_reduce_value(squares));
   r.lr = o_.optimizer.lr_at(step_ - 1);

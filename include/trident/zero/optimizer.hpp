@@ -1,9 +1,10 @@
 // trident/zero/optimizer.hpp: the optimizer step on what each rank owns — the global gradient
-// norm from DP shards, and AdamW on the owned elements of every unit.
+// norm from DP shards, and AdamW on the owned elements of every unit — on the store's backend.
 #pragma once
 
 #include <algorithm>
 
+#include "../backend/ops.hpp"
 #include "../optim/adamw.hpp"
 #include "unit_store.hpp"
 
@@ -19,36 +20,48 @@ void for_each_param_in(const UnitLayout& layout, std::size_t begin, std::size_t 
   }
 }
 
-// Sum of squared DP-reduced gradients over this rank's DP shard of every unit, for parameters
-// with counted(unit, param) (each element of the model must be counted on exactly one rank:
-// the caller skips TP-replicated copies and the tied embedding's second copy).
-template <class T, class S, class Counted>
-double shard_square_sum(UnitStore<T, S>& store, Counted&& counted) {
-  double sum = 0;
+// Adds to `sums` the ranges of DP-reduced gradients in this rank's DP shard of every unit, for
+// parameters with counted(unit, param) (each element of the model must be counted on exactly
+// one rank: the caller skips TP-replicated copies and the tied embedding's second copy). The
+// sums are computed on the store's backend and cross to the host once (backend::SquareSums).
+template <class T, class S, class B, class Counted>
+void add_shard_squares(backend::SquareSums<B, S>& sums, UnitStore<T, S, B>& store,
+                       Counted&& counted) {
   for (int u = 0; u < store.size(); ++u) {
     const Span<S> g = store.reduced_grads(u);
     const std::size_t begin = store.shard_begin(u);
     const std::size_t base = store.policy().stage == 0 ? 0 : begin;  // g's first unit index
     for_each_param_in(store.layout(u), begin, begin + store.shard(u),
                       [&](const LocalParam& p, std::size_t a, std::size_t b) {
-                        if (counted(u, p)) sum += square_sum(g.data() + (a - base), b - a);
+                        if (counted(u, p)) sums.add(g.data() + (a - base), b - a);
                       });
   }
-  return sum;
 }
 
-// AdamW (optim/adamw.hpp) on every owned element, gradients scaled by grad_scale (clipping);
-// then the store publishes the new parameters (bf16 copies, DP all-gather).
-template <class T, class S>
-void adamw_step(UnitStore<T, S>& store, const AdamW& opt, int t, double lr, double grad_scale) {
+// The sum of squares of add_shard_squares's ranges of one store.
+template <class T, class S, class B, class Counted>
+double shard_square_sum(UnitStore<T, S, B>& store, Counted&& counted) {
+  backend::SquareSums<B, S> sums;
+  add_shard_squares(sums, store, counted);
+  double total = 0;
+  for (double s : sums.compute()) total += s;
+  return total;
+}
+
+// AdamW (optim/adamw.hpp) on every owned element, gradients scaled by grad_scale (clipping), on
+// the store's backend; then the store publishes the new parameters (bf16 copies, DP
+// all-gather).
+template <class T, class S, class B>
+void adamw_step(UnitStore<T, S, B>& store, const AdamW& opt, int t, double lr, double grad_scale) {
   for (int u = 0; u < store.size(); ++u) {
     const std::size_t begin = store.owned_begin(u);
     const Span<S> g = store.reduced_grads(u);
     for_each_param_in(store.layout(u), begin, begin + store.owned_size(u),
                       [&](const LocalParam& p, std::size_t a, std::size_t b) {
                         const std::size_t k = a - begin;
-                        opt.update(store.master(u) + k, g.data() + k, store.moment1(u) + k,
-                                   store.moment2(u) + k, b - a, t, lr, p.spec.decay, grad_scale);
+                        opt.template update<B>(store.master(u) + k, g.data() + k,
+                                               store.moment1(u) + k, store.moment2(u) + k, b - a, t,
+                                               lr, p.spec.decay, grad_scale);
                       });
   }
   store.publish_params();

@@ -1,5 +1,5 @@
 // trident/zero/unit_store.hpp: the flat parameter and gradient buffers of one model chunk, and
-// what each ZeRO stage does with them (policy.hpp).
+// what each ZeRO stage does with them (policy.hpp), on a backend B.
 //
 // A unit's local parameters (params.hpp) are one flat buffer, padded to a multiple of the
 // DP size and split into DP equal shards: rank d owns [d * shard, (d+1) * shard). Units are the
@@ -7,7 +7,11 @@
 // done, and overlaps the backward of the units before it.
 //
 // Types: T computes (float or double); S stores parameters and gradients (T, or bf16 for mixed
-// precision, with T master weights and moments: the paper's 2 + 2 + 12 bytes).
+// precision, with T master weights and moments: the paper's 2 + 2 + 12 bytes); B holds every
+// buffer (parameters, gradients, master weights, moments, gathered and converted copies) in its
+// memory, converts and accumulates them with its kernels (backend/ops.hpp) and reduces them over
+// DP through a DeviceComm<B> (MPI, NCCL or host staging). Host code never reads them: the
+// optimizer and the trainer work through kernels, checkpoints through host copies.
 //
 // The model uses four calls per unit: gather_parameters() before computing with it (ZeRO-3's
 // all-gather, and the conversion to T under mixed precision; prefetch_parameters() starts the
@@ -18,10 +22,14 @@
 #pragma once
 
 #include <algorithm>
-#include <cstring>
 #include <functional>
+#include <memory>
 #include <vector>
 
+#include "../backend/cpu/cpu.hpp"
+#include "../backend/device_buffer.hpp"
+#include "../backend/device_comm.hpp"
+#include "../backend/ops.hpp"
 #include "../core/comm.hpp"
 #include "../core/memory.hpp"
 #include "detail/unit_window.hpp"
@@ -30,21 +38,26 @@
 
 namespace trident {
 
-template <class T, class S = T>
+template <class T, class S = T, class B = backend::Cpu>
 class UnitStore {
   static constexpr bool kSameType = std::is_same_v<T, S>;
-  // whether full gradients and parameters may live in a shared window (detail/unit_window.hpp)
-  static constexpr bool kWindowed = kSameType && std::is_floating_point_v<S>;
+  // whether full gradients and parameters may live in a shared window (detail/unit_window.hpp):
+  // host memory of ranks on one node
+  static constexpr bool kWindowed = kSameType && std::is_floating_point_v<S> && B::kHostMemory;
+  template <class V>
+  using Buf = backend::DeviceBuffer<V, B>;
 
  public:
-  UnitStore(std::vector<UnitLayout> layouts, ZeroPolicy policy, const Comm& dp)
-      : policy_(policy), dp_(&dp) {
+  // dp: the data-parallel group's collectives on B's memory. Collective over it.
+  UnitStore(std::vector<UnitLayout> layouts, ZeroPolicy policy, const backend::DeviceComm<B>& dp)
+      : policy_(policy), dp_(dp) {
     policy_.validate();
+    const Comm& group = dp.comm();
     // the group shares a node's memory: it has a shared-memory segment (collective over dp)
-    const bool shared = dp.size() > 1 && shm_tuning().enabled && shared_segment(dp.get());
+    const bool shared = group.size() > 1 && shm_tuning().enabled && shared_segment(group.get());
     if (policy_.overlap == GradOverlap::automatic)
       policy_.overlap = shared ? GradOverlap::at_end : GradOverlap::overlapped;
-    const std::size_t n = dp.size();
+    const std::size_t n = group.size();
     for (UnitLayout& l : layouts) {
       Unit u;
       u.padded = (l.numel + n - 1) / n * n;
@@ -57,14 +70,20 @@ class UnitStore {
         std::vector<std::size_t> padded;
         for (const Unit& u : units_) padded.push_back(u.padded);
         if (policy_.stage <= 1)  // full gradients kept: reduced in place
-          window_ = std::make_unique<detail::UnitWindow<S>>(dp, padded, MemoryKind::gradients);
+          window_ = std::make_unique<detail::UnitWindow<S>>(group, padded, MemoryKind::gradients);
         if (policy_.stage == 1 || policy_.stage == 2)  // full parameters, all-gathered in place
           params_window_ =
-              std::make_unique<detail::UnitWindow<S>>(dp, padded, MemoryKind::parameters);
+              std::make_unique<detail::UnitWindow<S>>(group, padded, MemoryKind::parameters);
       }
   }
 
+  // A host app's store on the CPU: the group's collectives along B's path without NCCL.
+  UnitStore(std::vector<UnitLayout> layouts, ZeroPolicy policy, const Comm& dp)
+      : UnitStore(std::move(layouts), policy,
+                  backend::DeviceComm<B>(dp, backend::DeviceComm<B>::staged_path())) {}
+
   const ZeroPolicy& policy() const { return policy_; }
+  const backend::DeviceComm<B>& dp() const { return dp_; }
   int size() const { return static_cast<int>(units_.size()); }
   const UnitLayout& layout(int u) const { return units_[u].layout; }
   int find(const std::string& name) const {
@@ -74,15 +93,19 @@ class UnitStore {
   }
   std::size_t padded(int u) const { return units_[u].padded; }
   std::size_t shard(int u) const { return units_[u].shard; }
-  std::size_t shard_begin(int u) const { return dp_->rank() * units_[u].shard; }
+  std::size_t shard_begin(int u) const { return dp_.rank() * units_[u].shard; }
   // The elements whose optimizer state this rank keeps: all (stage 0) or its shard.
   std::size_t owned_begin(int u) const { return policy_.shards_optimizer() ? shard_begin(u) : 0; }
   std::size_t owned_size(int u) const {
     return policy_.shards_optimizer() ? units_[u].shard : units_[u].padded;
   }
+  // Elements of parameters this rank holds: the whole unit (stages 0-2) or its shard (3).
+  std::size_t held_params(int u) const {
+    return policy_.shards_parameters() ? units_[u].shard : units_[u].padded;
+  }
 
   // Allocates the model states and fills the parameters; init(u, full) writes unit u's values
-  // (numel of them) into a T buffer.
+  // (numel of them) into a host T buffer, which is copied to B's memory.
   template <class Init>
   void initialise(Init&& init) {
     for (int i = 0; i < size(); ++i) {
@@ -90,14 +113,15 @@ class UnitStore {
       std::vector<T> full(u.padded, T(0));
       init(i, full.data());
       const std::size_t first = policy_.shards_parameters() ? shard_begin(i) : 0;
-      const std::size_t held = policy_.shards_parameters() ? u.shard : u.padded;
-      if (!params_window_) u.params.allocate(MemoryKind::parameters, held);
-      S* params = params_of(i);
-      for (std::size_t k = 0; k < held; ++k) params[k] = convert_to<S>(full[first + k]);
+      const std::size_t held = held_params(i);
+      if (!params_window_) u.params.allocate(MemoryKind::parameters, held, Fill::none);
+      std::vector<S> values(held);
+      for (std::size_t k = 0; k < held; ++k) values[k] = convert_to<S>(full[first + k]);
+      backend::copy_from_host<B>(params_of(i), values.data(), held);
       const std::size_t owned = owned_size(i);
       if (!kSameType) {
-        u.master.allocate(MemoryKind::optimizer, owned);
-        std::copy_n(full.begin() + owned_begin(i), owned, u.master.data());
+        u.master.allocate(MemoryKind::optimizer, owned, Fill::none);
+        backend::copy_from_host<B>(u.master.data(), full.data() + owned_begin(i), owned);
       }
       u.m.allocate(MemoryKind::optimizer, owned);
       u.v.allocate(MemoryKind::optimizer, owned);
@@ -113,10 +137,11 @@ class UnitStore {
     Unit& u = units_[i];
     if (!policy_.shards_parameters() || u.view.allocated() || u.gathering.allocated()) return;
     u.gathering.allocate(MemoryKind::buffers, u.padded, Fill::none);  // the all-gather writes all
-    u.gather = dp_->iall_gather(Span<const S>(params_of(i), u.shard), Span<S>(u.gathering));
+    u.gather = dp_.iall_gather(params_of(i), u.gathering.data(), u.shard);
   }
 
-  // Unit u's parameters, full (this TP rank's block) and in T. Valid until release_parameters(u).
+  // Unit u's parameters, full (this TP rank's block) and in T, in B's memory. Valid until
+  // release_parameters(u).
   [[nodiscard]] const T* gather_parameters(int i) {
     Unit& u = units_[i];
     if constexpr (kSameType)
@@ -132,7 +157,7 @@ class UnitStore {
     }
     const S* full = policy_.shards_parameters() ? u.gathering.data() : params_of(i);
     u.view.allocate(MemoryKind::buffers, u.padded, Fill::none);
-    for (std::size_t k = 0; k < u.padded; ++k) u.view[k] = convert_to<T>(full[k]);
+    backend::convert<B>(u.view.data(), full, u.padded);
     u.gathering.reset();
     return u.view.data();
   }
@@ -147,7 +172,7 @@ class UnitStore {
 
   // The T buffer that unit u's backward accumulates into (+=) for the current microbatch.
   T* grads(int i) {
-    if constexpr (kSameType)
+    if constexpr (kWindowed)
       if (window_) return window_->unit(i);
     Unit& u = units_[i];
     if (policy_.full_gradients() && !u.grads.allocated())
@@ -164,8 +189,7 @@ class UnitStore {
   void launch_gradient_reduction(int i, bool last) {
     Unit& u = units_[i];
     if (u.scratch.allocated() && policy_.full_gradients()) {  // mixed precision: accumulate in S
-      for (std::size_t k = 0; k < u.padded; ++k)
-        u.grads[k] = convert_to<S>(to_float(u.grads[k]) + u.scratch[k]);
+      backend::accumulate<B>(u.grads.data(), u.scratch.data(), u.padded);
       u.scratch.reset();
     }
     if (policy_.full_gradients()) {
@@ -174,19 +198,18 @@ class UnitStore {
     }
     // stages 2 and 3, per microbatch: reduce-scatter this microbatch's gradient, then add the
     // owned shard into the unit's gradient shard and free the full copy.
-    auto full = std::make_shared<Buffer<S>>();
+    auto full = std::make_shared<Buf<S>>();
     if constexpr (kSameType) {
       *full = std::move(u.scratch);
     } else {
-      full->allocate(MemoryKind::buffers, u.padded);
-      for (std::size_t k = 0; k < u.padded; ++k) (*full)[k] = convert_to<S>(u.scratch[k]);
+      full->allocate(MemoryKind::buffers, u.padded, Fill::none);
+      backend::convert<B>(full->data(), u.scratch.data(), u.padded);
       u.scratch.reset();
     }
-    Request r = dp_->ireduce_scatter_in_place(Span<S>(full->data(), full->size()));
+    backend::DeviceRequest r = dp_.ireduce_scatter_in_place(full->data(), u.padded);
     pending_.push_back({std::move(r), [this, i, full] {
                           Unit& v = units_[i];
-                          for (std::size_t k = 0; k < v.shard; ++k)
-                            v.owned[k] = convert_to<S>(to_float(v.owned[k]) + to_float((*full)[k]));
+                          backend::accumulate<B>(v.owned.data(), full->data(), v.shard);
                         }});
   }
 
@@ -201,7 +224,7 @@ class UnitStore {
   void finish_gradient_reduction() {
     if constexpr (kWindowed) {
       if (window_ && !at_end_.empty()) {
-        window_->reduce(*dp_, at_end_, policy_.stage == 0);  // in place, no copy in
+        window_->reduce(dp_.comm(), at_end_, policy_.stage == 0);  // in place, no copy in
         at_end_.clear();
       }
     }
@@ -214,7 +237,8 @@ class UnitStore {
     pending_.clear();
   }
 
-  // The DP-reduced gradient this rank holds: the whole unit (stage 0) or its owned shard.
+  // The DP-reduced gradient this rank holds, in B's memory: the whole unit (stage 0) or its
+  // owned shard.
   Span<S> reduced_grads(int i) {
     Unit& u = units_[i];
     if (policy_.stage == 0) return Span<S>(full_grads(i), u.padded);
@@ -222,7 +246,8 @@ class UnitStore {
     return Span<S>(u.owned.data(), u.shard);
   }
 
-  // Parameters, master weights (T) and moments of the owned elements, for the optimizer.
+  // Parameters, master weights (T) and moments of the owned elements, for the optimizer; in
+  // B's memory.
   S* owned_params(int i) {
     return params_of(i) + (policy_.shards_parameters() ? 0 : owned_begin(i));
   }
@@ -240,30 +265,29 @@ class UnitStore {
   // (at_end) blocking, to take the shared-memory path where it wins (core/comm.hpp), or in one
   // call, in place, when the parameters lie in a shared window.
   void publish_params() {
-    if (params_window_) return params_window_->gather(*dp_);  // S == T: no conversion
-    std::vector<Request> gathers;
+    if constexpr (kWindowed)
+      if (params_window_) return params_window_->gather(dp_.comm());  // S == T: no conversion
+    std::vector<backend::DeviceRequest> gathers;
     for (int i = 0; i < size(); ++i) {
       Unit& u = units_[i];
-      if constexpr (!kSameType) {
-        S* p = owned_params(i);
-        for (std::size_t k = 0; k < owned_size(i); ++k) p[k] = convert_to<S>(u.master[k]);
-      }
+      if constexpr (!kSameType)
+        backend::convert<B>(owned_params(i), u.master.data(), owned_size(i));
       if (policy_.stage != 1 && policy_.stage != 2) continue;
-      Span<S> all(params_of(i), u.padded);
       if (policy_.overlap == GradOverlap::at_end)
-        dp_->all_gather_in_place(all);
+        dp_.all_gather_in_place(params_of(i), u.padded);
       else
-        gathers.push_back(dp_->iall_gather_in_place(all));
+        gathers.push_back(dp_.iall_gather_in_place(params_of(i), u.padded));
     }
-    for (Request& r : gathers) r.wait();
+    for (backend::DeviceRequest& r : gathers) r.wait();
   }
 
   // Start of a step: gradients to zero, kept parameter copies freed.
   void begin_step() {
-    if (window_) window_->zero();
+    if constexpr (kWindowed)
+      if (window_) window_->zero();
     for (Unit& u : units_) {
-      if (u.grads.allocated()) u.grads.fill(S(0));
-      if (u.owned.allocated()) u.owned.fill(S(0));
+      if (u.grads.allocated()) B::zero(u.grads.data(), u.grads.bytes());
+      if (u.owned.allocated()) B::zero(u.owned.data(), u.owned.bytes());
       if (policy_.shards_parameters()) u.view.reset();
     }
   }
@@ -281,21 +305,29 @@ class UnitStore {
   struct Unit {
     UnitLayout layout;
     std::size_t padded = 0, shard = 0;
-    Buffer<S> params;         // full (stages 0-2) or the owned shard (3); or in the window
-    Buffer<T> master, m, v;   // owned elements: master weights (S != T), Adam moments
-    Buffer<S> grads;          // full gradient (stages 0, 1; 2 and 3 per step)
-    Buffer<S> owned;          // stages 2, 3: the owned shard of the reduced gradient
-    Buffer<T> view, scratch;  // compute copies: gathered/converted parameters, gradient
-    Buffer<S> gathering;      // ZeRO-3 all-gather target
-    Request gather;
+    Buf<S> params;         // full (stages 0-2) or the owned shard (3); or in the window
+    Buf<T> master, m, v;   // owned elements: master weights (S != T), Adam moments
+    Buf<S> grads;          // full gradient (stages 0, 1; 2 and 3 per step)
+    Buf<S> owned;          // stages 2, 3: the owned shard of the reduced gradient
+    Buf<T> view, scratch;  // compute copies: gathered/converted parameters, gradient
+    Buf<S> gathering;      // ZeRO-3 all-gather target
+    backend::DeviceRequest gather;
   };
   // The full gradient of unit i (stages 0, 1; 2 and 3 reducing per step): in the window or not.
-  S* full_grads(int i) { return window_ ? window_->unit(i) : units_[i].grads.data(); }
+  S* full_grads(int i) {
+    if constexpr (kWindowed)
+      if (window_) return window_->unit(i);
+    return units_[i].grads.data();
+  }
   // Unit i's parameters this rank holds (full, or the shard at stage 3): in the window or not.
-  S* params_of(int i) { return params_window_ ? params_window_->unit(i) : units_[i].params.data(); }
+  S* params_of(int i) {
+    if constexpr (kWindowed)
+      if (params_window_) return params_window_->unit(i);
+    return units_[i].params.data();
+  }
 
   struct Pending {
-    Request request;
+    backend::DeviceRequest request;
     std::function<void()> done;
   };
 
@@ -309,21 +341,19 @@ class UnitStore {
       return;
     }
     Unit& u = units_[i];
-    Span<S> g(full_grads(i), u.padded);
     if (policy_.stage == 0) {
-      pending_.push_back({dp_->iall_reduce(g), nullptr});
+      pending_.push_back({dp_.iall_reduce(full_grads(i), u.padded), nullptr});
       return;
     }
-    pending_.push_back(
-        {dp_->ireduce_scatter_in_place(g), [this, i] { place_reduced_shard(i, full_grads(i)); }});
+    pending_.push_back({dp_.ireduce_scatter_in_place(full_grads(i), u.padded),
+                        [this, i] { place_reduced_shard(i, full_grads(i)); }});
   }
   // The same reduction, blocking (the shared-memory path where the group has one).
   void reduce_now(int i) {
     Unit& u = units_[i];
-    Span<S> g(full_grads(i), u.padded);
-    if (policy_.stage == 0) return dp_->all_reduce(g);
-    Buffer<S> shard(MemoryKind::buffers, u.shard, Fill::none);  // the reduce-scatter writes it
-    dp_->reduce_scatter(Span<const S>(g), Span<S>(shard.data(), u.shard));
+    if (policy_.stage == 0) return dp_.all_reduce(full_grads(i), u.padded);
+    Buf<S> shard(MemoryKind::buffers, u.shard, Fill::none);  // the reduce-scatter writes it
+    dp_.reduce_scatter(full_grads(i), shard.data(), u.shard);
     place_reduced_shard(i, shard.data());
   }
   // This rank's reduced shard to where the stage keeps it: the owner's position in the full
@@ -331,15 +361,15 @@ class UnitStore {
   void place_reduced_shard(int i, const S* reduced) {
     Unit& u = units_[i];
     if (policy_.stage == 1) {
-      std::memmove(full_grads(i) + shard_begin(i), reduced, u.shard * sizeof(S));
+      B::copy(full_grads(i) + shard_begin(i), reduced, u.shard * sizeof(S));
     } else {
-      std::copy_n(reduced, u.shard, u.owned.data());
+      B::copy(u.owned.data(), reduced, u.shard * sizeof(S));
       u.grads.reset();
     }
   }
 
   ZeroPolicy policy_;
-  const Comm* dp_;
+  backend::DeviceComm<B> dp_;
   std::vector<Unit> units_;
   std::vector<Pending> pending_;
   std::vector<int> at_end_;  // units whose reduction waits for finish_gradient_reduction

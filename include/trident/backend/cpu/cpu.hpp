@@ -1,21 +1,33 @@
 // trident/backend/cpu/cpu.hpp: backend::Cpu, the CPU as a backend type.
 //
-// A backend type is what device code is written against (backend/kernels/, device_buffer.hpp,
-// collectives.hpp), chosen at compile time as a template parameter:
-//   kName                       the device's name in messages and reports
-//   kHostMemory                 whether its pointers are host memory (MPI can read them)
-//   for_each(n, body)           body(i) for i in [0, n), in parallel (a kernel launch)
-//   gemm(...)                   C = op(A) op(B) + beta C, row-major strided (backend::gemm)
-//   allocate / release          counted by DeviceBuffer, cached as the host's Buffers
-//   zero, to_host, to_device, copy, synchronize
-// backend::Cuda (cuda/cuda.cuh) is the other one. Cpu runs every kernel body in an OpenMP loop
-// over host memory: the host-side tests of the kernels use it.
+// A backend type is what the whole stack is written against (nn/'s layers, tp/, the decoder
+// stage, the ZeRO store, the pipeline executor, the trainer: docs/ARCHITECTURE.md §4.1), chosen
+// at compile time as a template parameter B:
+//   kName                     the device's name in messages and reports
+//   kHostMemory               whether host code may read and write its memory (MPI can)
+//   kHostKernels              whether its kernels are host code: then a layer may run a fused
+//                             CPU kernel of its own as one launch (host_kernel), e.g. attention
+//   kColumnBlock              columns per call of a column body (a sum over rows per column)
+//   attach(world)             binds this rank to its device; the CollectivePath of the run
+//   device_name()             "cpu", "emulated device (...)", "cuda:0 (NVIDIA H200)"
+//   for_each(n, body)         body(i) for i in [0, n), in parallel: a kernel launch
+//   elementwise(n, body)      the same for independent elements (a SIMD loop on the CPU)
+//   grid(rows, cols, body)    body(i, j) for the elements of a matrix (SIMD along a row)
+//   host_kernel(f)            f() as one launch (kHostKernels backends only)
+//   gemm(...)                 C = op(A) op(B) + beta C, row-major strided (backend::gemm)
+//   allocate / release / zero memory, counted by DeviceBuffer (core/memory.hpp)
+//   to_host / to_device / copy, synchronize
+// Cpu runs everything on host memory with OpenMP and the BLAS; backend::Emulated
+// (emulated/emulated.hpp) is the CPU acting as a separate, guarded device; backend::Cuda
+// (cuda/cuda.cuh) is an NVIDIA GPU.
 #pragma once
 
 #include <cstddef>
 #include <cstring>
+#include <string>
 
 #include "../../core/memory.hpp"
+#include "../collective_path.hpp"
 #include "gemm.hpp"
 
 namespace trident::backend {
@@ -23,11 +35,33 @@ namespace trident::backend {
 // allocate, release, zero and kHostMemory: the host's Buffer memory (core/memory.hpp).
 struct Cpu : trident::detail::HostMemory {
   static constexpr const char* kName = "cpu";
+  static constexpr bool kHostKernels = true;
+  static constexpr int kColumnBlock = 64;  // a few cache lines of a row per call
+
+  static CollectivePath attach(const Comm&) { return CollectivePath::mpi; }
+  static std::string device_name() { return "cpu"; }
 
   template <class Body>
   static void for_each(int n, const Body& body) {
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < n; ++i) body(i);
+  }
+  template <class Body>
+  static void elementwise(int n, const Body& body) {
+#pragma omp parallel for simd schedule(static)
+    for (int i = 0; i < n; ++i) body(i);
+  }
+  template <class Body>
+  static void grid(int rows, int cols, const Body& body) {
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < rows; ++i) {
+#pragma omp simd
+      for (int j = 0; j < cols; ++j) body(i, j);
+    }
+  }
+  template <class F>
+  static void host_kernel(F&& f) {
+    f();
   }
 
   // C: (M, N) = op(A) op(B) + beta C; rows lda, ldb, ldc elements apart.
@@ -39,13 +73,13 @@ struct Cpu : trident::detail::HostMemory {
   }
 
   static void to_host(void* host, const void* device, std::size_t bytes) {
-    std::memcpy(host, device, bytes);
+    if (bytes) std::memcpy(host, device, bytes);
   }
   static void to_device(void* device, const void* host, std::size_t bytes) {
-    std::memcpy(device, host, bytes);
+    if (bytes) std::memcpy(device, host, bytes);
   }
   static void copy(void* to, const void* from, std::size_t bytes) {
-    std::memcpy(to, from, bytes);
+    if (bytes && to != from) std::memmove(to, from, bytes);
   }
   static void synchronize() {}
 };

@@ -8,14 +8,15 @@
 // QKV and FC are column-parallel, the projections row-parallel (Megatron-LM §3): one TP
 // all-reduce per half in forward and one in backward; with sequence parallelism an all-gather
 // and a reduce-scatter instead, and x, x2 are this rank's sequence shard.
-// Sizes: seq tokens per sequence, B sequences, N = seq*B rows, n = tp.local_rows(N) rows in the
-// LayerNorm/residual regions, C hidden, Cl = C/t, Hl = H/t heads of D = C/H on this rank.
+// Every buffer is in backend B's memory and every kernel launched through B (nn/, tp/).
+// Sizes: seq tokens per sequence, batch sequences, N = seq*batch rows, n = tp.local_rows(N) rows
+// in the LayerNorm/residual regions, C hidden, Cl = C/t, Hl = H/t heads of D = C/H on this rank.
 #pragma once
 
 #include <algorithm>
 #include <array>
 
-#include "../../core/memory.hpp"
+#include "../../backend/device_buffer.hpp"
 #include "../../nn/attention.hpp"
 #include "../../nn/block_halves.hpp"
 #include "../../nn/gelu.hpp"
@@ -27,24 +28,25 @@
 namespace trident::gpt2 {
 
 // What a block's backward needs from its forward (kept per microbatch).
-template <class T>
+template <class T, class B>
 struct BlockActivations {
-  Buffer<T> x;                   // (n, C) input: the residual stream
-  Buffer<T> ln1_mean, ln1_rstd;  // (n)
-  Buffer<T> ln1;                 // (N, C) LN1 output as QKV saw it (gathered under SP)
-  Buffer<T> qkv;                 // (N, 3 Cl)
-  Buffer<T> probs;               // (B, Hl, seq, seq)
-  Buffer<T> att;                 // (N, Cl)
-  Buffer<T> x2;                  // (n, C) residual after attention
-  Buffer<T> ln2_mean, ln2_rstd;  // (n)
-  Buffer<T> ln2;                 // (N, C)
-  Buffer<T> fc, act;             // (N, 4 Cl) before and after GELU
+  using Buf = backend::DeviceBuffer<T, B>;
+  Buf x;                   // (n, C) input: the residual stream
+  Buf ln1_mean, ln1_rstd;  // (n)
+  Buf ln1;                 // (N, C) LN1 output as QKV saw it (gathered under SP)
+  Buf qkv;                 // (N, 3 Cl)
+  Buf probs;               // (batch, Hl, seq, seq)
+  Buf att;                 // (N, Cl)
+  Buf x2;                  // (n, C) residual after attention
+  Buf ln2_mean, ln2_rstd;  // (n)
+  Buf ln2;                 // (N, C)
+  Buf fc, act;             // (N, 4 Cl) before and after GELU
 
   // After the input half of the backward (B), which also took the LayerNorms' gradients (cheap,
   // O(n C)): frees all but the four linear layers' inputs (ln1, att, ln2, act), which the weight
   // half (W) reads.
   void drop_what_weight_gradients_do_not_need() {
-    for (Buffer<T>* b : {&x, &ln1_mean, &ln1_rstd, &qkv, &probs, &x2, &ln2_mean, &ln2_rstd, &fc})
+    for (Buf* b : {&x, &ln1_mean, &ln1_rstd, &qkv, &probs, &x2, &ln2_mean, &ln2_rstd, &fc})
       b->reset();
   }
 };
@@ -53,26 +55,29 @@ struct BlockActivations {
 // by the weight half (W) together with the layers' inputs in BlockActivations (Qi et al. 2023).
 // Kept from B to W: the four linear layers' dy (dout, d_fc, dx2, d_qkv; under SP also the
 // projections' gathered dy), 9 C per row for C hidden without TP.
-template <class T>
+template <class T, class B>
 struct BlockGradients {
-  Buffer<T> dout;             // (n, C) the block's output gradient: the MLP projection's dy
-  Buffer<T> dy_mlp, dy_attn;  // (N, C) under SP: the projections' dy gathered
-  Buffer<T> d_fc;             // (N, 4 Cl) FC's dy (after GELU's backward)
-  Buffer<T> dx2;              // (n, C) the attention projection's dy
-  Buffer<T> d_qkv;            // (N, 3 Cl) QKV's dy
+  using Buf = backend::DeviceBuffer<T, B>;
+  Buf dout;             // (n, C) the block's output gradient: the MLP projection's dy
+  Buf dy_mlp, dy_attn;  // (N, C) under SP: the projections' dy gathered
+  Buf d_fc;             // (N, 4 Cl) FC's dy (after GELU's backward)
+  Buf dx2;              // (n, C) the attention projection's dy
+  Buf d_qkv;            // (N, 3 Cl) QKV's dy
 };
 
-// The decoder block of model/decoder_stage.hpp's interface.
-template <class T>
+// The decoder block of model/decoder_stage.hpp's interface, on backend B.
+template <class T, class B>
 class Block {
- public:
-  using Activations = BlockActivations<T>;
-  using Gradients = BlockGradients<T>;
+  using Buf = backend::DeviceBuffer<T, B>;
 
-  Block(const Config& c, const TensorParallel& tp, int B)
+ public:
+  using Activations = BlockActivations<T, B>;
+  using Gradients = BlockGradients<T, B>;
+
+  Block(const Config& c, const TensorParallel<B>& tp, int batch)
       : tp_(tp),
         seq_(c.seq),
-        B_(B),
+        B_(batch),
         C_(c.hidden),
         Cl_(c.hidden / tp.size()),
         Hl_(c.heads / tp.size()),
@@ -92,12 +97,12 @@ class Block {
 
   // a.x holds the input; fills a; writes the block's output to out (n, C). w: the unit's params.
   // halves (nn/block_halves.hpp): attention only writes x2 to out; mlp only takes x2 in a.x.
-  void forward(BlockActivations<T>& a, T* out, const T* w,
+  void forward(Activations& a, T* out, const T* w,
                nn::BlockHalves halves = nn::BlockHalves::both) const {
     const int N = rows(), n = local_rows();
     const bool attention = nn::runs_attention(halves), mlp = nn::runs_mlp(halves);
     // every kernel below overwrites its whole output: no need to zero it first
-    auto act = [&](Buffer<T>& b, std::size_t size) {
+    auto act = [&](Buf& b, std::size_t size) {
       b.allocate(MemoryKind::activations, size, Fill::none);
     };
     if (attention) {
@@ -110,9 +115,9 @@ class Block {
       act(a.act, N * 4 * Cl_);
     }
     const bool sp = tp_.sequence_parallel;
-    Buffer<T> ln_local(MemoryKind::buffers, sp ? n * C_ : 0, Fill::none);
+    Buf ln_local(MemoryKind::buffers, sp ? n * C_ : 0, Fill::none);
     // the projections' output; without SP their partial sums are reduced in place
-    Buffer<T> y(MemoryKind::buffers, n * C_, Fill::none),
+    Buf y(MemoryKind::buffers, n * C_, Fill::none),
         y_partial(MemoryKind::buffers, sp ? N * C_ : 0, Fill::none);
     T* partial = sp ? y_partial.data() : y.data();
     T* ln_out1 = sp ? ln_local.data() : a.ln1.data();
@@ -120,33 +125,33 @@ class Block {
     const T* x2 = attention ? a.x2.data() : a.x.data();
 
     if (attention) {
-      nn::layernorm_forward(ln_out1, a.ln1_mean.data(), a.ln1_rstd.data(), a.x.data(),
-                            w + offset_[kLn1W], w + offset_[kLn1B], n, C_);
+      nn::layernorm_forward<B>(ln_out1, a.ln1_mean.data(), a.ln1_rstd.data(), a.x.data(),
+                               w + offset_[kLn1W], w + offset_[kLn1B], n, C_);
       qkv_.forward(tp_, a.qkv.data(), ln_out1, a.ln1.data(), w + offset_[kQkvW], w + offset_[kQkvB],
                    N);
-      nn::attention_forward(a.att.data(), a.probs.data(), a.qkv.data(), B_, seq_, Hl_, D_);
+      nn::attention_forward<B>(a.att.data(), a.probs.data(), a.qkv.data(), B_, seq_, Hl_, D_);
       proj_.forward(tp_, y.data(), partial, a.att.data(), w + offset_[kAttnProjW], nullptr, N);
     }
     if (attention && mlp)  // x2 = x + (y + proj bias) and LN2(x2) in one pass (nn/residual.hpp)
-      nn::residual_layernorm_forward(a.x2.data(), ln_out2, a.ln2_mean.data(), a.ln2_rstd.data(),
-                                     a.x.data(), y.data(), w + offset_[kAttnProjB],
-                                     w + offset_[kLn2W], w + offset_[kLn2B], n, C_);
+      nn::residual_layernorm_forward<B>(a.x2.data(), ln_out2, a.ln2_mean.data(), a.ln2_rstd.data(),
+                                        a.x.data(), y.data(), w + offset_[kAttnProjB],
+                                        w + offset_[kLn2W], w + offset_[kLn2B], n, C_);
     else if (attention)  // the stage ends here: x2 is its output
-      nn::residual_forward(out, a.x.data(), y.data(), w + offset_[kAttnProjB], n, C_);
+      nn::residual_forward<B>(out, a.x.data(), y.data(), w + offset_[kAttnProjB], n, C_);
     else
-      nn::layernorm_forward(ln_out2, a.ln2_mean.data(), a.ln2_rstd.data(), x2, w + offset_[kLn2W],
-                            w + offset_[kLn2B], n, C_);
+      nn::layernorm_forward<B>(ln_out2, a.ln2_mean.data(), a.ln2_rstd.data(), x2,
+                               w + offset_[kLn2W], w + offset_[kLn2B], n, C_);
     if (!mlp) return;
     fc_.forward(tp_, a.fc.data(), ln_out2, a.ln2.data(), w + offset_[kFcW], w + offset_[kFcB], N);
-    nn::gelu_forward(a.act.data(), a.fc.data(), a.fc.size());
+    nn::gelu_forward<B>(a.act.data(), a.fc.data(), a.fc.size());
     mlp_proj_.forward(tp_, y.data(), partial, a.act.data(), w + offset_[kMlpProjW], nullptr, N);
-    nn::residual_forward(out, x2, y.data(), w + offset_[kMlpProjB], n, C_);
+    nn::residual_forward<B>(out, x2, y.data(), w + offset_[kMlpProjB], n, C_);
   }
 
   // dout: (n, C) gradient of the output; dx: (n, C) gradient of the input (overwritten).
   // g: the unit's gradient buffer (accumulates). The fused backward, both halves at once.
-  void backward(const BlockActivations<T>& a, T* dx, const T* dout, const T* w, T* g) const {
-    BlockGradients<T> d;
+  void backward(const Activations& a, T* dx, const T* dout, const T* w, T* g) const {
+    Gradients d;
     backward(a, dx, dout, w, g, d, nn::BackwardPart::both);
   }
 
@@ -154,28 +159,27 @@ class Block {
   // LayerNorms' gradients into g and fills d; weight: accumulates the linear layers' gradients
   // into g from a and d (dx, dout, w unused). halves as in forward: attention only takes x2's
   // gradient as dout, mlp only writes x2's as dx.
-  void backward(const BlockActivations<T>& a, T* dx, const T* dout, const T* w, T* g,
-                BlockGradients<T>& d, nn::BackwardPart part,
-                nn::BlockHalves halves = nn::BlockHalves::both) const {
+  void backward(const Activations& a, T* dx, const T* dout, const T* w, T* g, Gradients& d,
+                nn::BackwardPart part, nn::BlockHalves halves = nn::BlockHalves::both) const {
     const int N = rows(), n = local_rows();
     const bool sp = tp_.sequence_parallel, in = nn::computes_input(part);
     const bool fused = part == nn::BackwardPart::both;
     const bool attention = nn::runs_attention(halves), mlp = nn::runs_mlp(halves);
     if (in) {  // kept until W (activations) when W runs later, scratch when fused
       const MemoryKind kind = fused ? MemoryKind::buffers : MemoryKind::activations;
-      auto keep = [&](Buffer<T>& b, std::size_t size) { b.allocate(kind, size, Fill::none); };
+      auto keep = [&](Buf& b, std::size_t size) { b.allocate(kind, size, Fill::none); };
       keep(d.dy_mlp, sp && (mlp || fused) ? N * C_ : 0);
       keep(d.dy_attn, sp && !fused && attention ? N * C_ : 0);
       keep(d.d_fc, mlp ? N * 4 * Cl_ : 0), keep(d.dx2, mlp && attention ? n * C_ : 0);
       keep(d.d_qkv, attention ? N * 3 * Cl_ : 0);
       if (part == nn::BackwardPart::input)
-        keep(d.dout, n * C_), std::copy_n(dout, n * C_, d.dout.data());
+        keep(d.dout, n * C_), B::copy(d.dout.data(), dout, n * C_ * sizeof(T));
     }
     const T* dy = part == nn::BackwardPart::weight ? d.dout.data() : dout;
     // fused: the attention half reuses the MLP half's gathered dy, done with by then
     T* dy_attn = fused ? d.dy_mlp.data() : d.dy_attn.data();
     // all overwritten before they are read
-    Buffer<T> d_att(MemoryKind::buffers, in && attention ? N * Cl_ : 0, Fill::none),
+    Buf d_att(MemoryKind::buffers, in && attention ? N * Cl_ : 0, Fill::none),
         dln_full(MemoryKind::buffers, in && sp ? N * C_ : 0, Fill::none),
         dln(MemoryKind::buffers, in ? n * C_ : 0, Fill::none);  // LN2's, then LN1's dy
     auto W = [&](int k) { return w ? w + offset_[k] : nullptr; };
@@ -184,14 +188,14 @@ class Block {
     if (mlp) {  // MLP half: out = x2 + proj(gelu(fc(ln2(x2))))
       mlp_proj_.backward(tp_, d.d_fc.data(), G(kMlpProjW), G(kMlpProjB), dy, d.dy_mlp.data(),
                          a.act.data(), W(kMlpProjW), N, part);
-      if (in) nn::gelu_backward(d.d_fc.data(), d.d_fc.data(), a.fc.data(), d.d_fc.size());
+      if (in) nn::gelu_backward<B>(d.d_fc.data(), d.d_fc.data(), a.fc.data(), d.d_fc.size());
       fc_.backward(tp_, dln.data(), sp ? dln_full.data() : dln.data(), G(kFcW), G(kFcB),
                    d.d_fc.data(), a.ln2.data(), W(kFcW), N, part);
       if (in)  // the LayerNorms' both halves in B (W has nothing left of them to do), and the
                // residual's gradient: dx2 = dy + LN2's input gradient, in one pass
-        nn::layernorm_backward(attention ? d.dx2.data() : dx, G(kLn2W), G(kLn2B), dln.data(),
-                               attention ? a.x2.data() : a.x.data(), W(kLn2W), a.ln2_mean.data(),
-                               a.ln2_rstd.data(), n, C_, nn::BackwardPart::both, dy);
+        nn::layernorm_backward<B>(attention ? d.dx2.data() : dx, G(kLn2W), G(kLn2B), dln.data(),
+                                  attention ? a.x2.data() : a.x.data(), W(kLn2W), a.ln2_mean.data(),
+                                  a.ln2_rstd.data(), n, C_, nn::BackwardPart::both, dy);
     }
     if (!attention) return;
     // attention half: x2 = x + proj(attention(qkv(ln1(x))))
@@ -199,22 +203,22 @@ class Block {
     proj_.backward(tp_, d_att.data(), G(kAttnProjW), G(kAttnProjB), dx2, dy_attn, a.att.data(),
                    W(kAttnProjW), N, part);
     if (in)
-      nn::attention_backward(d.d_qkv.data(), d_att.data(), a.qkv.data(), a.probs.data(), B_, seq_,
-                             Hl_, D_);
+      nn::attention_backward<B>(d.d_qkv.data(), d_att.data(), a.qkv.data(), a.probs.data(), B_,
+                                seq_, Hl_, D_);
     qkv_.backward(tp_, dln.data(), sp ? dln_full.data() : dln.data(), G(kQkvW), G(kQkvB),
                   d.d_qkv.data(), a.ln1.data(), W(kQkvW), N, part);
     if (in)  // dx = dx2 + LN1's input gradient
-      nn::layernorm_backward(dx, G(kLn1W), G(kLn1B), dln.data(), a.x.data(), W(kLn1W),
-                             a.ln1_mean.data(), a.ln1_rstd.data(), n, C_, nn::BackwardPart::both,
-                             dx2);
+      nn::layernorm_backward<B>(dx, G(kLn1W), G(kLn1B), dln.data(), a.x.data(), W(kLn1W),
+                                a.ln1_mean.data(), a.ln1_rstd.data(), n, C_, nn::BackwardPart::both,
+                                dx2);
   }
 
  private:
-  const TensorParallel& tp_;
+  const TensorParallel<B>& tp_;
   int seq_, B_, C_, Cl_, Hl_, D_;
   std::array<std::size_t, kBlockParams> offset_{};
-  ColumnParallelLinear<T> qkv_, fc_;
-  RowParallelLinear<T> proj_, mlp_proj_;
+  ColumnParallelLinear<T, B> qkv_, fc_;
+  RowParallelLinear<T, B> proj_, mlp_proj_;
 };
 
 }  // namespace trident::gpt2

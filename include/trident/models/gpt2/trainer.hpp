@@ -1,10 +1,12 @@
 // trident/models/gpt2/trainer.hpp: the generic trainer (train/trainer.hpp) with GPT-2, for
 // programs that train GPT-2: gpt2::Options is a run's options with the model's shape, and
-// gpt2::Trainer<T, S> is Trainer<gpt2::Model, T, S> built from them.
+// gpt2::Trainer<T, S, B> is Trainer<gpt2::Model, T, S, B> built from them (B: the backend,
+// backend::Cpu by default).
 #pragma once
 
 #include <vector>
 
+#include "../../backend/emulated/emulated.hpp"
 #include "../../train/trainer.hpp"
 #include "model.hpp"
 
@@ -21,11 +23,11 @@ inline std::vector<int> layer_split(const Options& o) {
   return trident::layer_split(Model(o.model), o);
 }
 
-template <class T, class S = T>
-class Trainer : public trident::Trainer<Model, T, S> {
+template <class T, class S = T, class B = backend::Cpu>
+class Trainer : public trident::Trainer<Model, T, S, B> {
  public:
   Trainer(const Comm& world, const Options& o, TokenSource data)
-      : trident::Trainer<Model, T, S>(world, Model(o.model), o, std::move(data)), o_(o) {}
+      : trident::Trainer<Model, T, S, B>(world, Model(o.model), o, std::move(data)), o_(o) {}
   const Options& options() const { return o_; }
 
  private:
@@ -35,15 +37,20 @@ class Trainer : public trident::Trainer<Model, T, S> {
 }  // namespace trident::gpt2
 
 // trident's own programs link GPT-2's trainers and the tools run on them, compiled once in
-// instances/gpt2.cpp (train/prebuilt.hpp, docs/ARCHITECTURE.md §9).
+// instances/gpt2.cpp (the CPU) and instances/gpt2_emulated.cpp (the emulated device)
+// (train/prebuilt.hpp, docs/ARCHITECTURE.md §9).
 #ifdef TRIDENT_PREBUILT_INSTANCES
 #include "../../train/prebuilt.hpp"
 
-#define TRIDENT_GPT2_INSTANCES(how, T, S)                     \
-  TRIDENT_TRAINER_INSTANCES(how, trident::gpt2::Model, T, S); \
-  TRIDENT_TRAINER_TOOL_INSTANCES(how, trident::gpt2::Model, T, S)
+#define TRIDENT_GPT2_INSTANCES(how, T, S, B)                     \
+  TRIDENT_TRAINER_INSTANCES(how, trident::gpt2::Model, T, S, B); \
+  TRIDENT_TRAINER_TOOL_INSTANCES(how, trident::gpt2::Model, T, S, B)
+// The three element types (float, double, float with bf16 storage) on backend B.
+#define TRIDENT_GPT2_BACKEND_INSTANCES(how, B)    \
+  TRIDENT_GPT2_INSTANCES(how, float, float, B);   \
+  TRIDENT_GPT2_INSTANCES(how, double, double, B); \
+  TRIDENT_GPT2_INSTANCES(how, float, trident::bf16, B)
 
-TRIDENT_GPT2_INSTANCES(extern template, float, float);
-TRIDENT_GPT2_INSTANCES(extern template, double, double);
-TRIDENT_GPT2_INSTANCES(extern template, float, trident::bf16);
+TRIDENT_GPT2_BACKEND_INSTANCES(extern template, trident::backend::Cpu);
+TRIDENT_GPT2_BACKEND_INSTANCES(extern template, trident::backend::Emulated);
 #endif

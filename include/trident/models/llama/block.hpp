@@ -8,14 +8,15 @@
 // QKV and gate/up are column-parallel, o and down row-parallel (Megatron-LM §3): one TP
 // all-reduce per half in forward and one in backward; with sequence parallelism an all-gather
 // and a reduce-scatter instead, and x, x2 are this rank's sequence shard. No biases.
-// Sizes: seq tokens per sequence, B sequences, N = seq*B rows, n = tp.local_rows(N) rows in the
-// norm/residual regions, C hidden, Hl = H/t query heads and KVl = KV/t key/value heads of D on
-// this rank, packed qkv rows of Wd = (Hl + 2 KVl) D, Fl = F/t MLP columns.
+// Every buffer is in backend B's memory and every kernel launched through B (nn/, tp/).
+// Sizes: seq tokens per sequence, batch sequences, N = seq*batch rows, n = tp.local_rows(N) rows
+// in the norm/residual regions, C hidden, Hl = H/t query heads and KVl = KV/t key/value heads of D
+// on this rank, packed qkv rows of Wd = (Hl + 2 KVl) D, Fl = F/t MLP columns.
 #pragma once
 
 #include <array>
 
-#include "../../core/memory.hpp"
+#include "../../backend/device_buffer.hpp"
 #include "../../nn/attention.hpp"
 #include "../../nn/block_halves.hpp"
 #include "../../nn/residual.hpp"
@@ -29,19 +30,20 @@
 namespace trident::llama {
 
 // What a block's backward needs from its forward (kept per microbatch).
-template <class T>
+template <class T, class B>
 struct BlockActivations {
-  Buffer<T> x;        // (n, C) input: the residual stream
-  Buffer<T> rstd1;    // (n) RMSNorm1's 1/rms
-  Buffer<T> norm1;    // (N, C) RMSNorm1's output as QKV saw it (gathered under SP)
-  Buffer<T> qkv;      // (N, Wd) q, k rotated by RoPE, v
-  Buffer<T> probs;    // (B, Hl, seq, seq)
-  Buffer<T> att;      // (N, Hl D)
-  Buffer<T> x2;       // (n, C) residual after attention
-  Buffer<T> rstd2;    // (n)
-  Buffer<T> norm2;    // (N, C)
-  Buffer<T> gate_up;  // (N, 2 Fl) [gate | up]
-  Buffer<T> act;      // (N, Fl) SwiGLU(gate, up)
+  using Buf = backend::DeviceBuffer<T, B>;
+  Buf x;        // (n, C) input: the residual stream
+  Buf rstd1;    // (n) RMSNorm1's 1/rms
+  Buf norm1;    // (N, C) RMSNorm1's output as QKV saw it (gathered under SP)
+  Buf qkv;      // (N, Wd) q, k rotated by RoPE, v
+  Buf probs;    // (B, Hl, seq, seq)
+  Buf att;      // (N, Hl D)
+  Buf x2;       // (n, C) residual after attention
+  Buf rstd2;    // (n)
+  Buf norm2;    // (N, C)
+  Buf gate_up;  // (N, 2 Fl) [gate | up]
+  Buf act;      // (N, Fl) SwiGLU(gate, up)
 
   // After the input half of the backward (B): frees what only B reads (the rotated qkv, the
   // attention probabilities, gate/up before SwiGLU); the weight half (W) reads the rest.
@@ -50,26 +52,29 @@ struct BlockActivations {
 
 // The gradients of a block's layer outputs: written by the input half of the backward (B), read
 // by the weight half (W) together with the layers' inputs in BlockActivations (Qi et al. 2023).
-template <class T>
+template <class T, class B>
 struct BlockGradients {
-  Buffer<T> dout;                 // (n, C) the block's output gradient: down's dy
-  Buffer<T> dy_mlp, dy_attn;      // (N, C) under SP: the row-parallel layers' dy gathered
-  Buffer<T> d_gate_up;            // (N, 2 Fl) gate/up's dy (after SwiGLU's backward)
-  Buffer<T> dnorm2, dx2, dnorm1;  // (n, C) RMSNorm2's dy, o's dy, RMSNorm1's dy
-  Buffer<T> d_qkv;                // (N, Wd) QKV's dy (after RoPE's backward)
+  using Buf = backend::DeviceBuffer<T, B>;
+  Buf dout;                 // (n, C) the block's output gradient: down's dy
+  Buf dy_mlp, dy_attn;      // (N, C) under SP: the row-parallel layers' dy gathered
+  Buf d_gate_up;            // (N, 2 Fl) gate/up's dy (after SwiGLU's backward)
+  Buf dnorm2, dx2, dnorm1;  // (n, C) RMSNorm2's dy, o's dy, RMSNorm1's dy
+  Buf d_qkv;                // (N, Wd) QKV's dy (after RoPE's backward)
 };
 
-// The decoder block of model/decoder_stage.hpp's interface.
-template <class T>
+// The decoder block of model/decoder_stage.hpp's interface, on backend B.
+template <class T, class B>
 class Block {
- public:
-  using Activations = BlockActivations<T>;
-  using Gradients = BlockGradients<T>;
+  using Buf = backend::DeviceBuffer<T, B>;
 
-  Block(const Config& c, const TensorParallel& tp, int B)
+ public:
+  using Activations = BlockActivations<T, B>;
+  using Gradients = BlockGradients<T, B>;
+
+  Block(const Config& c, const TensorParallel<B>& tp, int batch)
       : tp_(tp),
         seq_(c.seq),
-        B_(B),
+        B_(batch),
         C_(c.hidden),
         Hl_(c.heads / tp.size()),
         KVl_(c.kv_heads / tp.size()),
@@ -92,11 +97,11 @@ class Block {
 
   // a.x holds the input; fills a; writes the block's output to out (n, C). w: the unit's params.
   // halves (nn/block_halves.hpp): attention only writes x2 to out; mlp only takes x2 in a.x.
-  void forward(BlockActivations<T>& a, T* out, const T* w,
+  void forward(Activations& a, T* out, const T* w,
                nn::BlockHalves halves = nn::BlockHalves::both) const {
     const std::size_t N = rows(), n = local_rows(), Wd = qkv_.width();
     const bool attention = nn::runs_attention(halves), mlp = nn::runs_mlp(halves);
-    auto act = [&](Buffer<T>& b, std::size_t size) {  // overwritten below: not zeroed
+    auto act = [&](Buf& b, std::size_t size) {  // overwritten below: not zeroed
       b.allocate(MemoryKind::activations, size, Fill::none);
     };
     if (attention) {
@@ -108,9 +113,9 @@ class Block {
       act(a.rstd2, n), act(a.norm2, N * C_), act(a.gate_up, N * 2 * Fl_), act(a.act, N * Fl_);
     }
     const bool sp = tp_.sequence_parallel;
-    Buffer<T> norm_local(MemoryKind::buffers, sp ? n * C_ : 0, Fill::none);
+    Buf norm_local(MemoryKind::buffers, sp ? n * C_ : 0, Fill::none);
     // the row-parallel layers' output; without SP their partial sums are reduced in place
-    Buffer<T> y(MemoryKind::buffers, n * C_, Fill::none),
+    Buf y(MemoryKind::buffers, n * C_, Fill::none),
         y_partial(MemoryKind::buffers, sp ? N * C_ : 0, Fill::none);
     T* partial = sp ? y_partial.data() : y.data();
     T* norm_out1 = sp ? norm_local.data() : a.norm1.data();
@@ -119,53 +124,53 @@ class Block {
     const T* no_bias = nullptr;
 
     if (attention) {
-      nn::rmsnorm_forward(norm_out1, a.rstd1.data(), a.x.data(), w + offset_[kAttnNorm], int(n), C_,
-                          eps_);
+      nn::rmsnorm_forward<B>(norm_out1, a.rstd1.data(), a.x.data(), w + offset_[kAttnNorm], int(n),
+                             C_, eps_);
       qkv_.forward(tp_, a.qkv.data(), norm_out1, a.norm1.data(), qkv_weights(w), int(N));
-      nn::rope_forward(a.qkv.data(), rope_, int(N), B_, Hl_ + KVl_, int(Wd));  // q and k
-      nn::attention_forward(a.att.data(), a.probs.data(), a.qkv.data(), B_, seq_, Hl_, KVl_, D_);
+      nn::rope_forward<B>(a.qkv.data(), rope_, int(N), B_, Hl_ + KVl_, int(Wd));  // q and k
+      nn::attention_forward<B>(a.att.data(), a.probs.data(), a.qkv.data(), B_, seq_, Hl_, KVl_, D_);
       o_.forward(tp_, y.data(), partial, a.att.data(), w + offset_[kO], nullptr, int(N));
     }
     if (attention && mlp)  // x2 = x + y and RMSNorm2(x2) in one pass (nn/residual.hpp)
-      nn::residual_rmsnorm_forward(a.x2.data(), norm_out2, a.rstd2.data(), a.x.data(), y.data(),
-                                   no_bias, w + offset_[kMlpNorm], int(n), C_, eps_);
+      nn::residual_rmsnorm_forward<B>(a.x2.data(), norm_out2, a.rstd2.data(), a.x.data(), y.data(),
+                                      no_bias, w + offset_[kMlpNorm], int(n), C_, eps_);
     else if (attention)  // the stage ends here: x2 is its output
-      nn::residual_forward(out, a.x.data(), y.data(), no_bias, int(n), C_);
+      nn::residual_forward<B>(out, a.x.data(), y.data(), no_bias, int(n), C_);
     else
-      nn::rmsnorm_forward(norm_out2, a.rstd2.data(), x2, w + offset_[kMlpNorm], int(n), C_, eps_);
+      nn::rmsnorm_forward<B>(norm_out2, a.rstd2.data(), x2, w + offset_[kMlpNorm], int(n), C_,
+                             eps_);
     if (!mlp) return;
     gate_up_.forward(tp_, a.gate_up.data(), norm_out2, a.norm2.data(), w + offset_[kGateUp],
                      nullptr, int(N));
-    nn::swiglu_forward(a.act.data(), a.gate_up.data(), a.gate_up.data() + Fl_, int(N), Fl_,
-                       2 * Fl_);
+    nn::swiglu_forward<B>(a.act.data(), a.gate_up.data(), a.gate_up.data() + Fl_, int(N), Fl_,
+                          2 * Fl_);
     down_.forward(tp_, y.data(), partial, a.act.data(), w + offset_[kDown], nullptr, int(N));
-    nn::residual_forward(out, x2, y.data(), no_bias, int(n), C_);
+    nn::residual_forward<B>(out, x2, y.data(), no_bias, int(n), C_);
   }
 
   // One half, or both, of the backward (nn/backward_part.hpp). dout: (n, C) the output's
   // gradient; dx: (n, C) the input's (overwritten). input: writes dx and fills d (g unused, may
   // be null); weight: accumulates into g, the unit's gradients, from a and d (dx, dout, w unused).
   // halves as in forward: attention only takes x2's gradient as dout, mlp only writes x2's as dx.
-  void backward(const BlockActivations<T>& a, T* dx, const T* dout, const T* w, T* g,
-                BlockGradients<T>& d, nn::BackwardPart part,
-                nn::BlockHalves halves = nn::BlockHalves::both) const {
+  void backward(const Activations& a, T* dx, const T* dout, const T* w, T* g, Gradients& d,
+                nn::BackwardPart part, nn::BlockHalves halves = nn::BlockHalves::both) const {
     const std::size_t N = rows(), n = local_rows(), Wd = qkv_.width();
     const bool sp = tp_.sequence_parallel, in = nn::computes_input(part);
     const bool attention = nn::runs_attention(halves), mlp = nn::runs_mlp(halves);
     if (in) {  // kept until W (activations) when W runs later, scratch when fused
       const MemoryKind kind =
           part == nn::BackwardPart::both ? MemoryKind::buffers : MemoryKind::activations;
-      auto keep = [&](Buffer<T>& b, std::size_t size) { b.allocate(kind, size, Fill::none); };
+      auto keep = [&](Buf& b, std::size_t size) { b.allocate(kind, size, Fill::none); };
       keep(d.dy_mlp, sp && mlp ? N * C_ : 0), keep(d.dy_attn, sp && attention ? N * C_ : 0);
       keep(d.d_gate_up, mlp ? N * 2 * Fl_ : 0), keep(d.dnorm2, mlp ? n * C_ : 0);
       keep(d.dx2, mlp && attention ? n * C_ : 0);
       keep(d.dnorm1, attention ? n * C_ : 0), keep(d.d_qkv, attention ? N * Wd : 0);
       if (part == nn::BackwardPart::input)
-        keep(d.dout, n * C_), std::copy_n(dout, n * C_, d.dout.data());
+        keep(d.dout, n * C_), B::copy(d.dout.data(), dout, n * C_ * sizeof(T));
     }
     const T* dy = part == nn::BackwardPart::weight ? d.dout.data() : dout;
     // all overwritten before they are read
-    Buffer<T> d_act(MemoryKind::buffers, in && mlp ? N * Fl_ : 0, Fill::none),
+    Buf d_act(MemoryKind::buffers, in && mlp ? N * Fl_ : 0, Fill::none),
         d_att(MemoryKind::buffers, in && attention ? N * Hl_ * D_ : 0, Fill::none),
         dnorm_full(MemoryKind::buffers, in && sp ? N * C_ : 0, Fill::none);
     auto W = [&](int k) { return w ? w + offset_[k] : nullptr; };
@@ -175,14 +180,14 @@ class Block {
       down_.backward(tp_, d_act.data(), G(kDown), nullptr, dy, d.dy_mlp.data(), a.act.data(),
                      W(kDown), int(N), part);
       if (in)
-        nn::swiglu_backward(d.d_gate_up.data(), d.d_gate_up.data() + Fl_, d_act.data(),
-                            a.gate_up.data(), a.gate_up.data() + Fl_, int(N), Fl_, 2 * Fl_);
+        nn::swiglu_backward<B>(d.d_gate_up.data(), d.d_gate_up.data() + Fl_, d_act.data(),
+                               a.gate_up.data(), a.gate_up.data() + Fl_, int(N), Fl_, 2 * Fl_);
       gate_up_.backward(tp_, d.dnorm2.data(), sp ? dnorm_full.data() : d.dnorm2.data(), G(kGateUp),
                         nullptr, d.d_gate_up.data(), a.norm2.data(), W(kGateUp), int(N), part);
       // dx2 = dy + RMSNorm2's input gradient, in one pass (input half)
-      nn::rmsnorm_backward(attention ? d.dx2.data() : dx, G(kMlpNorm), d.dnorm2.data(),
-                           attention ? a.x2.data() : a.x.data(), W(kMlpNorm), a.rstd2.data(),
-                           int(n), C_, part, dy);
+      nn::rmsnorm_backward<B>(attention ? d.dx2.data() : dx, G(kMlpNorm), d.dnorm2.data(),
+                              attention ? a.x2.data() : a.x.data(), W(kMlpNorm), a.rstd2.data(),
+                              int(n), C_, part, dy);
     }
     if (!attention) return;
     // attention half: x2 = x + o(attention(rope(qkv(rmsnorm1(x)))))
@@ -190,16 +195,16 @@ class Block {
     o_.backward(tp_, d_att.data(), G(kO), nullptr, dx2, d.dy_attn.data(), a.att.data(), W(kO),
                 int(N), part);
     if (in) {
-      nn::attention_backward(d.d_qkv.data(), d_att.data(), a.qkv.data(), a.probs.data(), B_, seq_,
-                             Hl_, KVl_, D_);
-      nn::rope_backward(d.d_qkv.data(), rope_, int(N), B_, Hl_ + KVl_, int(Wd));
+      nn::attention_backward<B>(d.d_qkv.data(), d_att.data(), a.qkv.data(), a.probs.data(), B_,
+                                seq_, Hl_, KVl_, D_);
+      nn::rope_backward<B>(d.d_qkv.data(), rope_, int(N), B_, Hl_ + KVl_, int(Wd));
     }
     qkv_.backward(tp_, d.dnorm1.data(), sp ? dnorm_full.data() : d.dnorm1.data(),
                   {G(kQ), G(kK), G(kV)}, d.d_qkv.data(), a.norm1.data(), qkv_weights(w), int(N),
                   part);
     // dx = dx2 + RMSNorm1's input gradient
-    nn::rmsnorm_backward(dx, G(kAttnNorm), d.dnorm1.data(), a.x.data(), W(kAttnNorm),
-                         a.rstd1.data(), int(n), C_, part, dx2);
+    nn::rmsnorm_backward<B>(dx, G(kAttnNorm), d.dnorm1.data(), a.x.data(), W(kAttnNorm),
+                            a.rstd1.data(), int(n), C_, part, dx2);
   }
 
  private:
@@ -208,14 +213,14 @@ class Block {
     return {w + offset_[kQ], w + offset_[kK], w + offset_[kV]};
   }
 
-  const TensorParallel& tp_;
+  const TensorParallel<B>& tp_;
   int seq_, B_, C_, Hl_, KVl_, D_, Fl_;
   T eps_;
-  nn::RopeTable<T> rope_;
+  nn::RopeTable<T, B> rope_;
   std::array<std::size_t, kBlockParams> offset_{};
-  QkvProjection<T> qkv_;
-  ColumnParallelLinear<T> gate_up_;
-  RowParallelLinear<T> o_, down_;
+  QkvProjection<T, B> qkv_;
+  ColumnParallelLinear<T, B> gate_up_;
+  RowParallelLinear<T, B> o_, down_;
 };
 
 }  // namespace trident::llama

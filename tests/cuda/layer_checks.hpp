@@ -1,9 +1,12 @@
-// tests/cuda/kernel_checks.hpp: every kernel of backend/kernels/ on backend B against nn/'s CPU
-// layer (and optim/'s AdamW) on the same inputs, in double, within kRelative.
+// tests/cuda/layer_checks.hpp: every layer of nn/ (and optim/'s AdamW, backend/ops.hpp's
+// conversions) run on backend B's memory against the same layer on the CPU backend on the same
+// inputs, in double, within kRelative.
 //
 // One check per layer, forward and backward, written once over the backend type: the host-side
-// test runs them with backend::Cpu (the kernel bodies in host loops, no GPU), the gpu test with
-// backend::Cuda (the same bodies launched on the device, cuBLAS for the GEMMs).
+// test (test_layers_host.cpp) runs them with backend::Emulated (the CPU behind guarded memory:
+// every pointer device memory, every crossing an explicit copy) and the GEMM attention a GPU runs
+// on the CPU, the gpu test (test_layers_gpu.cu) with backend::Cuda (the same bodies launched on
+// the device, cuBLAS for the GEMMs).
 #pragma once
 
 #include <doctest/doctest.h>
@@ -18,21 +21,13 @@
 
 #include <trident/backend/cpu/gemm.hpp>
 #include <trident/backend/device_buffer.hpp>
-#include <trident/backend/kernels/adamw.hpp>
-#include <trident/backend/kernels/attention.hpp>
-#include <trident/backend/kernels/bf16_cast.hpp>
-#include <trident/backend/kernels/cross_entropy.hpp>
-#include <trident/backend/kernels/embedding.hpp>
-#include <trident/backend/kernels/gelu.hpp>
-#include <trident/backend/kernels/layernorm.hpp>
-#include <trident/backend/kernels/rmsnorm.hpp>
-#include <trident/backend/kernels/swiglu.hpp>
+#include <trident/backend/ops.hpp>
 #include <trident/nn/nn.hpp>
 #include <trident/optim/adamw.hpp>
 
 namespace trident::test {
 
-// Double on both sides: only the order of the sums differs (an Eigen SIMD sum on the CPU).
+// Double on both sides: only the order of the sums may differ (SIMD sums on the CPU).
 inline constexpr double kRelative = 1e-12;
 using Vec = std::vector<double>;
 
@@ -59,13 +54,13 @@ inline double relative_error(const Vec& a, const Vec& b) {
 template <class B, class T>
 backend::DeviceBuffer<T, B> on_device(const std::vector<T>& host) {
   backend::DeviceBuffer<T, B> d(MemoryKind::activations, host.size(), Fill::none);
-  backend::upload(d, host.data());
+  B::to_device(d.data(), host.data(), host.size() * sizeof(T));
   return d;
 }
 template <class B, class T>
 std::vector<T> on_host(const backend::DeviceBuffer<T, B>& d) {
   std::vector<T> host(d.size());
-  backend::download(d, host.data());
+  B::to_host(host.data(), d.data(), d.bytes());
   B::synchronize();
   return host;
 }
@@ -108,12 +103,10 @@ void check_embedding() {
   nn::position_embedding_forward(out.data(), wpe.data(), N, Bt, t_begin, C);
   nn::token_embedding_backward(dwte.data(), dout.data(), tokens.data(), N, C, begin, end);
   nn::position_embedding_backward(dwpe.data(), dout.data(), N, Bt, t_begin, C);
-  backend::kernels::token_embedding_forward<B>(out_d.data(), t.data(), wte_d.data(), N, C, begin,
-                                               end);
-  backend::kernels::position_embedding_forward<B>(out_d.data(), wpe_d.data(), N, Bt, t_begin, C);
-  backend::kernels::token_embedding_backward<B>(dwte_d.data(), dout_d.data(), t.data(), N, C, begin,
-                                                end);
-  backend::kernels::position_embedding_backward<B>(dwpe_d.data(), dout_d.data(), N, Bt, t_begin, C);
+  nn::token_embedding_forward<B>(out_d.data(), t.data(), wte_d.data(), N, C, begin, end);
+  nn::position_embedding_forward<B>(out_d.data(), wpe_d.data(), N, Bt, t_begin, C);
+  nn::token_embedding_backward<B>(dwte_d.data(), dout_d.data(), t.data(), N, C, begin, end);
+  nn::position_embedding_backward<B>(dwpe_d.data(), dout_d.data(), N, Bt, t_begin, C);
   TRIDENT_CHECK_CLOSE(on_host(out_d), out);
   TRIDENT_CHECK_CLOSE(on_host(dwte_d), dwte);
   TRIDENT_CHECK_CLOSE(on_host(dwpe_d), dwpe);
@@ -136,11 +129,10 @@ void check_norms() {
                           C);
     nn::layernorm_backward(dx.data(), dw.data(), db.data(), dout.data(), x.data(), w.data(),
                            mean.data(), rstd.data(), N, C);
-    backend::kernels::layernorm_forward<B>(out_d.data(), mean_d.data(), rstd_d.data(), x_d.data(),
-                                           w_d.data(), b_d.data(), N, C, nn::kLayerNormEps);
-    backend::kernels::layernorm_backward<B>(dx_d.data(), dw_d.data(), db_d.data(), dout_d.data(),
-                                            x_d.data(), w_d.data(), mean_d.data(), rstd_d.data(), N,
-                                            C);
+    nn::layernorm_forward<B>(out_d.data(), mean_d.data(), rstd_d.data(), x_d.data(), w_d.data(),
+                             b_d.data(), N, C);
+    nn::layernorm_backward<B>(dx_d.data(), dw_d.data(), db_d.data(), dout_d.data(), x_d.data(),
+                              w_d.data(), mean_d.data(), rstd_d.data(), N, C);
     TRIDENT_CHECK_CLOSE(on_host(out_d), out);
     TRIDENT_CHECK_CLOSE(on_host(mean_d), mean);
     TRIDENT_CHECK_CLOSE(on_host(rstd_d), rstd);
@@ -155,10 +147,9 @@ void check_norms() {
     auto dx_d = on_device<B>(Vec(N * C, 1e6)), dw_d = on_device<B>(dw);
     nn::rmsnorm_forward(out.data(), rstd.data(), x.data(), w.data(), N, C, eps);
     nn::rmsnorm_backward(dx.data(), dw.data(), dout.data(), x.data(), w.data(), rstd.data(), N, C);
-    backend::kernels::rmsnorm_forward<B>(out_d.data(), rstd_d.data(), x_d.data(), w_d.data(), N, C,
-                                         eps);
-    backend::kernels::rmsnorm_backward<B>(dx_d.data(), dw_d.data(), dout_d.data(), x_d.data(),
-                                          w_d.data(), rstd_d.data(), N, C);
+    nn::rmsnorm_forward<B>(out_d.data(), rstd_d.data(), x_d.data(), w_d.data(), N, C, eps);
+    nn::rmsnorm_backward<B>(dx_d.data(), dw_d.data(), dout_d.data(), x_d.data(), w_d.data(),
+                            rstd_d.data(), N, C);
     TRIDENT_CHECK_CLOSE(on_host(out_d), out);
     TRIDENT_CHECK_CLOSE(on_host(rstd_d), rstd);
     TRIDENT_CHECK_CLOSE(on_host(dx_d), dx);
@@ -176,8 +167,8 @@ void check_activations() {
          dx_d = on_device<B>(out);
     nn::gelu_forward(out.data(), x.data(), n);
     nn::gelu_backward(dx.data(), dout.data(), x.data(), n);
-    backend::kernels::gelu_forward<B>(out_d.data(), x_d.data(), n);
-    backend::kernels::gelu_backward<B>(dx_d.data(), dout_d.data(), x_d.data(), n);
+    nn::gelu_forward<B>(out_d.data(), x_d.data(), n);
+    nn::gelu_backward<B>(dx_d.data(), dout_d.data(), x_d.data(), n);
     TRIDENT_CHECK_CLOSE(on_host(out_d), out);
     TRIDENT_CHECK_CLOSE(on_host(dx_d), dx);
   }
@@ -190,9 +181,9 @@ void check_activations() {
     nn::swiglu_forward(out.data(), ab.data(), ab.data() + F, N, F, ld);
     nn::swiglu_backward(dab.data(), dab.data() + F, dout.data(), ab.data(), ab.data() + F, N, F,
                         ld);
-    backend::kernels::swiglu_forward<B>(out_d.data(), ab_d.data(), ab_d.data() + F, N, F, ld);
-    backend::kernels::swiglu_backward<B>(dab_d.data(), dab_d.data() + F, dout_d.data(), ab_d.data(),
-                                         ab_d.data() + F, N, F, ld);
+    nn::swiglu_forward<B>(out_d.data(), ab_d.data(), ab_d.data() + F, N, F, ld);
+    nn::swiglu_backward<B>(dab_d.data(), dab_d.data() + F, dout_d.data(), ab_d.data(),
+                           ab_d.data() + F, N, F, ld);
     TRIDENT_CHECK_CLOSE(on_host(out_d), out);
     TRIDENT_CHECK_CLOSE(on_host(dab_d), dab);
   }
@@ -209,14 +200,33 @@ void check_attention(int Bt, int S, int H, int KV, int D) {
        probs_d = on_device<B>(probs), dqkv_d = on_device<B>(dqkv);
   nn::attention_forward(out.data(), probs.data(), qkv.data(), Bt, S, H, KV, D);
   nn::attention_backward(dqkv.data(), dout.data(), qkv.data(), probs.data(), Bt, S, H, KV, D);
-  backend::kernels::attention_forward<B>(out_d.data(), probs_d.data(), qkv_d.data(), Bt, S, H, KV,
-                                         D);
-  backend::kernels::attention_backward<B>(dqkv_d.data(), dout_d.data(), qkv_d.data(),
-                                          probs_d.data(), Bt, S, H, KV, D);
+  nn::attention_forward<B>(out_d.data(), probs_d.data(), qkv_d.data(), Bt, S, H, KV, D);
+  nn::attention_backward<B>(dqkv_d.data(), dout_d.data(), qkv_d.data(), probs_d.data(), Bt, S, H,
+                            KV, D);
   INFO("B " << Bt << " S " << S << " H " << H << " KV " << KV << " D " << D);
   TRIDENT_CHECK_CLOSE(on_host(out_d), out);
   TRIDENT_CHECK_CLOSE(on_host(probs_d), probs);
   TRIDENT_CHECK_CLOSE(on_host(dqkv_d), dqkv);
+}
+
+// The GEMM attention a GPU runs (nn/detail/attention_gemm.hpp) against the CPU's fused kernel,
+// both on the CPU: the same probabilities, outputs and gradients.
+inline void check_gemm_attention(int Bt, int S, int H, int KV, int D) {
+  const int width = (H + 2 * KV) * D, rows = S * Bt;
+  const Vec qkv = random_values(rows * width, 20), dout = random_values(rows * H * D, 21);
+  Vec out(rows * H * D), probs(std::size_t(Bt) * H * S * S), dqkv(rows * width, 1e6);
+  Vec out_g = out, probs_g = probs, dqkv_g = dqkv;
+  nn::attention_detail::fused_forward(out.data(), probs.data(), qkv.data(), Bt, S, H, KV, D);
+  nn::attention_detail::fused_backward(dqkv.data(), dout.data(), qkv.data(), probs.data(), Bt, S, H,
+                                       KV, D);
+  nn::attention_detail::gemm_forward<backend::Cpu>(out_g.data(), probs_g.data(), qkv.data(), Bt, S,
+                                                   H, KV, D);
+  nn::attention_detail::gemm_backward<backend::Cpu>(dqkv_g.data(), dout.data(), qkv.data(),
+                                                    probs_g.data(), Bt, S, H, KV, D);
+  INFO("B " << Bt << " S " << S << " H " << H << " KV " << KV << " D " << D);
+  TRIDENT_CHECK_CLOSE(out_g, out);
+  TRIDENT_CHECK_CLOSE(probs_g, probs);
+  TRIDENT_CHECK_CLOSE(dqkv_g, dqkv);
 }
 
 // Unsplit, with padding columns (V_local > vocab_size), in place (probs = logits).
@@ -234,19 +244,18 @@ void check_cross_entropy() {
   nn::cross_entropy_forward(losses.data(), probs.data(), probs.data(), targets.data(), N, V_local,
                             0, vocab);
   nn::cross_entropy_backward(dlogits.data(), probs.data(), targets.data(), scale, N, V_local, 0);
-  backend::kernels::cross_entropy_forward<B>(losses_d.data(), probs_d.data(), probs_d.data(),
-                                             t_d.data(), N, V_local, 0, vocab);
-  backend::kernels::cross_entropy_backward<B>(dlogits_d.data(), probs_d.data(), t_d.data(), scale,
-                                              N, V_local, 0);
+  nn::cross_entropy_forward<B>(losses_d.data(), probs_d.data(), probs_d.data(), t_d.data(), N,
+                               V_local, 0, vocab);
+  nn::cross_entropy_backward<B>(dlogits_d.data(), probs_d.data(), t_d.data(), scale, N, V_local, 0);
   TRIDENT_CHECK_CLOSE(on_host(losses_d), losses);
   TRIDENT_CHECK_CLOSE(on_host(probs_d), probs);
   TRIDENT_CHECK_CLOSE(on_host(dlogits_d), dlogits);
 }
 
-// Three steps with clipping and decay against AdamW::update.
+// Three steps with clipping and decay against AdamW::update on the CPU.
 template <class B>
 void check_adamw() {
-  const int n = 3000;  // more than AdamW::update's block of 2048
+  const int n = 3000;
   AdamW opt;
   Vec param = random_values(n, 23), m(n), v(n);
   auto p_d = on_device<B>(param), m_d = on_device<B>(m), v_d = on_device<B>(v);
@@ -255,10 +264,7 @@ void check_adamw() {
     auto g_d = on_device<B>(grad);
     const double lr = opt.lr_at(t - 1), clip = 0.7;
     opt.update(param.data(), grad.data(), m.data(), v.data(), n, t, lr, true, clip);
-    backend::kernels::adamw_update<B>(
-        p_d.data(), g_d.data(), m_d.data(), v_d.data(), n,
-        backend::kernels::AdamWStep<double>::make(opt.beta1, opt.beta2, opt.eps, opt.weight_decay,
-                                                  t, lr, true, clip));
+    opt.template update<B>(p_d.data(), g_d.data(), m_d.data(), v_d.data(), n, t, lr, true, clip);
   }
   TRIDENT_CHECK_CLOSE(on_host(p_d), param);
   TRIDENT_CHECK_CLOSE(on_host(m_d), m);
@@ -285,8 +291,8 @@ void check_bf16_casts() {
   auto x_d = on_device<B>(x);
   backend::DeviceBuffer<bf16, B> y_d(MemoryKind::activations, n);
   backend::DeviceBuffer<float, B> back_d(MemoryKind::activations, n);
-  backend::kernels::to_bf16<B>(y_d.data(), x_d.data(), n);
-  backend::kernels::from_bf16<B>(back_d.data(), y_d.data(), n);
+  backend::convert<B>(y_d.data(), x_d.data(), n);
+  backend::convert<B>(back_d.data(), y_d.data(), n);
   const std::vector<bf16> y = on_host(y_d);
   const std::vector<float> back_got = on_host(back_d);
   for (int i = 0; i < n; ++i) {

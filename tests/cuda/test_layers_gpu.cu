@@ -1,7 +1,8 @@
-// tests/cuda/test_kernels_gpu.cu: every kernel launched on the GPU (backend::Cuda: the bodies of
-// backend/kernels/ as CUDA kernels, cuBLAS for the GEMMs) against nn/'s CPU layers in double,
-// the same checks test_kernels_host.cpp runs on the host; device memory counted by MemoryStats;
-// an impossible allocation is an Error naming the device and the bytes. Label `gpu`.
+// tests/cuda/test_layers_gpu.cu: every layer of nn/ launched on the GPU (backend::Cuda: the same
+// kernel bodies as CUDA kernels, cuBLAS for the GEMMs, the GEMM attention) against the CPU
+// backend's layers in double, the checks test_layers_host.cpp runs on the emulated device
+// (layer_checks.hpp); device memory counted by MemoryStats; an impossible allocation is an Error
+// naming the device and the bytes. Label `gpu`.
 #include <trident/backend/cuda/cuda.cuh>
 
 #include <string>
@@ -12,29 +13,29 @@ using trident::backend::Cuda;
 using namespace trident;
 using namespace trident::test;
 
-TEST_CASE("kernels on the GPU: cuBLAS gemm, every transpose and beta, strided") {
+TEST_CASE("layers on the GPU: cuBLAS gemm, every transpose and beta, strided") {
   check_gemm<Cuda>();
 }
-TEST_CASE("kernels on the GPU: token and position embeddings, vocab slice") {
+TEST_CASE("layers on the GPU: token and position embeddings, vocab slice") {
   check_embedding<Cuda>();
 }
-TEST_CASE("kernels on the GPU: LayerNorm and RMSNorm") {
+TEST_CASE("layers on the GPU: LayerNorm and RMSNorm") {
   check_norms<Cuda>();
 }
-TEST_CASE("kernels on the GPU: GELU and SwiGLU") {
+TEST_CASE("layers on the GPU: GELU and SwiGLU") {
   check_activations<Cuda>();
 }
-TEST_CASE("kernels on the GPU: causal attention, multi-head and grouped-query") {
+TEST_CASE("layers on the GPU: causal attention, multi-head and grouped-query") {
   check_attention<Cuda>(2, 37, 4, 4, 8);
   check_attention<Cuda>(3, 20, 4, 2, 5);
 }
-TEST_CASE("kernels on the GPU: softmax cross-entropy with padding columns") {
+TEST_CASE("layers on the GPU: softmax cross-entropy with padding columns") {
   check_cross_entropy<Cuda>();
 }
-TEST_CASE("kernels on the GPU: float <-> bf16 casts, bit for bit") {
+TEST_CASE("layers on the GPU: float <-> bf16 conversions, bit for bit") {
   check_bf16_casts<Cuda>();
 }
-TEST_CASE("kernels on the GPU: AdamW, three steps") {
+TEST_CASE("layers on the GPU: AdamW, three steps") {
   check_adamw<Cuda>();
 }
 

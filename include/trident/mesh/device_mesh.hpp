@@ -1,0 +1,38 @@
+// trident/mesh/device_mesh.hpp: a Mesh's groups with their collectives on backend B's memory.
+//
+// B::attach(world) binds this rank to its device (a GPU: local rank r on GPU r mod n) and says
+// which CollectivePath the run takes (backend/collective_path.hpp): MPI on host memory, NCCL for
+// ranks on distinct GPUs, host staging otherwise; the same on every rank. Each group of the mesh
+// then gets a DeviceComm<B> along that path (with NCCL, one communicator per group, made in the
+// same order on every rank: tp, pp, dp, the embedding group). Collective over the mesh's world.
+#pragma once
+
+#include "../backend/device_comm.hpp"
+#include "mesh.hpp"
+
+namespace trident {
+
+template <class B>
+class DeviceMesh {
+ public:
+  DeviceMesh(const Mesh<>& mesh, backend::CollectivePath path)
+      : path_(path),
+        tp_(mesh.tp(), path),
+        pp_(mesh.pp(), path),
+        dp_(mesh.dp(), path),
+        embedding_(mesh.embedding().valid() ? backend::DeviceComm<B>(mesh.embedding(), path)
+                                            : backend::DeviceComm<B>()) {}
+
+  backend::CollectivePath path() const { return path_; }
+  const backend::DeviceComm<B>& tp() const { return tp_; }
+  const backend::DeviceComm<B>& pp() const { return pp_; }
+  const backend::DeviceComm<B>& dp() const { return dp_; }
+  // The first and the last pipeline stage's tied-embedding group; not valid() elsewhere.
+  const backend::DeviceComm<B>& embedding() const { return embedding_; }
+
+ private:
+  backend::CollectivePath path_;
+  backend::DeviceComm<B> tp_, pp_, dp_, embedding_;
+};
+
+}  // namespace trident
