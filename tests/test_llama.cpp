@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 
+#include "model_parity.hpp"
 #include "mpi_test.hpp"
 
 using namespace trident;
@@ -32,22 +33,10 @@ llama::Config small_model() {
   return c;
 }
 
-// Every parameter of a single-process trainer, by name (its one chunk holds the whole model).
-template <class T>
-std::map<std::string, std::vector<double>> whole_parameters(llama::Trainer<T>& t) {
-  std::map<std::string, std::vector<double>> out;
-  UnitStore<T>& st = t.chunk(0).store();
-  for (int u = 0; u < st.size(); ++u) {
-    const T* p = st.gather_parameters(u);
-    for (const LocalParam& lp : st.layout(u).params)
-      out[lp.spec.name].assign(p + lp.offset, p + lp.offset + lp.numel);
-    st.release_parameters(u);
-  }
-  return out;
-}
-
 // Runs 3 steps of `o` on comm and of the same run on one process (each rank runs it on its own),
-// and checks every step's loss and gradient norm and every parameter element this rank holds.
+// and checks every step's loss and gradient norm and every parameter element this rank holds
+// (model_parity.hpp). B: the backend of the parallel run (its reference runs on the CPU).
+template <class B = backend::Cpu>
 void check_against_single_process(const Comm& comm, const llama::Config& c, const TrainOptions& o,
                                   double tol = 1e-10) {
   const TokenSource data = TokenSource::synthetic(c.vocab);
@@ -60,42 +49,9 @@ void check_against_single_process(const Comm& comm, const llama::Config& c, cons
   one.virtual_stages = 1;
   one.pp_layers.clear();
   one.zero = ZeroPolicy{};
-  llama::Trainer<double> run(comm, llama::Model(c), o, data);
+  llama::Trainer<double, double, B> run(comm, llama::Model(c), o, data);
   llama::Trainer<double> ref(self, llama::Model(c), one, data);
-  for (int s = 0; s < 3; ++s) {
-    const StepResult r = run.step(), want = ref.step();
-    INFO("step " << s);
-    CHECK(std::abs(r.loss - want.loss) <= tol * std::abs(want.loss));
-    CHECK(std::abs(r.grad_norm - want.grad_norm) <= 10 * tol * want.grad_norm);
-  }
-  const auto whole = whole_parameters(ref);
-  double worst = 0;
-  std::string where;
-  std::size_t compared = 0;
-  for (int ch = 0; ch < run.chunks(); ++ch) {
-    UnitStore<double>& st = run.chunk(ch).store();
-    for (int u = 0; u < st.size(); ++u) {
-      const double* p = st.gather_parameters(u);
-      for (const LocalParam& lp : st.layout(u).params) {
-        const std::vector<double>& want = whole.at(lp.spec.name);
-        double scale = 0, diff = 0;
-        for (double x : want) scale = std::max(scale, std::abs(x));
-        const ShardLayout& l = lp.layout;
-        for (std::int64_t i = 0; i < l.local_rows(); ++i)
-          for (std::int64_t j = 0; j < l.local_cols(); ++j) {
-            const std::int64_t g = l.global_offset(i, j, l.rank());
-            const double got = p[lp.offset + i * l.local_cols() + j];
-            diff = std::max(diff, std::abs(got - (g < 0 ? 0.0 : want[g])));  // g < 0: padding
-            ++compared;
-          }
-        if (diff / scale > worst) worst = diff / scale, where = lp.spec.name;
-      }
-      st.release_parameters(u);
-    }
-  }
-  INFO("largest relative parameter difference " << worst << " in " << where);
-  CHECK(compared > 0);
-  CHECK(worst <= tol);
+  test::check_against_single_process(run, ref, 3, tol);
 }
 
 }  // namespace

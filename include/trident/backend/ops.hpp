@@ -138,7 +138,7 @@ class SquareSums {
       at += c;
     }
     std::vector<double> host(chunks), sums;
-    B::to_host(host.data(), partials.data(), chunks * sizeof(double));
+    download(partials, host.data());  // counted: one crossing per call
     at = 0;
     for (const Range& r : ranges_) {
       double s = 0;

@@ -213,10 +213,16 @@ class UnitStore {
                         }});
   }
 
-  // Lets outstanding reductions progress (MPI progresses inside MPI calls).
+  // Lets outstanding reductions progress (MPI progresses inside MPI calls) and adds the
+  // completed ones into their shards in launch order: a later microbatch's sum never goes in
+  // before an earlier one's, so the shard's sums (float addition is not associative) are the
+  // same in every run, whatever order the requests complete in.
   void poll() {
-    for (Pending& p : pending_)
-      if (p.done && p.request.test()) std::exchange(p.done, nullptr)();
+    for (Pending& p : pending_) {
+      if (!p.done) continue;  // applied, or nothing to apply
+      if (!p.request.test()) return;
+      std::exchange(p.done, nullptr)();
+    }
   }
 
   // Runs the reductions left for the end (at_end: blocking, unit by unit in launch order) and

@@ -1,0 +1,105 @@
+// tests/model_parity.hpp: a trainer of any model, on any backend, against another run of the
+// same model on the same data and initial weights: against one process running it alone (every
+// step's loss and gradient norm, every parameter element this rank holds, by global index), or
+// against a run on the same mesh, bit for bit (a backend whose kernels are the CPU's).
+#pragma once
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <trident/backend/device_buffer.hpp>
+#include <trident/train/trainer.hpp>
+
+#include "mpi_test.hpp"
+
+namespace trident::test {
+
+// Unit u of chunk c's parameters as T, copied to the host (the store's memory is its backend's).
+template <class Trainer>
+auto unit_parameters(Trainer& t, int c, int u) {
+  auto& st = t.chunk(c).store();
+  using B = typename Trainer::Backend;
+  auto host = backend::host_copy<B>(st.gather_parameters(u), st.padded(u));
+  st.release_parameters(u);
+  return host;
+}
+
+// Every parameter of a single-process trainer, by name (its one chunk holds the whole model).
+template <class Trainer>
+std::map<std::string, std::vector<double>> whole_parameters(Trainer& t) {
+  std::map<std::string, std::vector<double>> out;
+  auto& st = t.chunk(0).store();
+  for (int u = 0; u < st.size(); ++u) {
+    const auto p = unit_parameters(t, 0, u);
+    for (const LocalParam& lp : st.layout(u).params)
+      out[lp.spec.name].assign(p.begin() + lp.offset, p.begin() + lp.offset + lp.numel);
+  }
+  return out;
+}
+
+// Runs `steps` steps of run and ref (one process) and checks every step's loss and gradient
+// norm and every parameter element run holds on this rank, relative to within tol.
+template <class Run, class Ref>
+void check_against_single_process(Run& run, Ref& ref, int steps = 3, double tol = 1e-10) {
+  for (int s = 0; s < steps; ++s) {
+    const StepResult r = run.step(), want = ref.step();
+    INFO("step " << s);
+    CHECK(std::abs(r.loss - want.loss) <= tol * std::abs(want.loss));
+    CHECK(std::abs(r.grad_norm - want.grad_norm) <= 10 * tol * want.grad_norm);
+  }
+  const auto whole = whole_parameters(ref);
+  double worst = 0;
+  std::string where;
+  std::size_t compared = 0;
+  for (int ch = 0; ch < run.chunks(); ++ch) {
+    auto& st = run.chunk(ch).store();
+    for (int u = 0; u < st.size(); ++u) {
+      const auto p = unit_parameters(run, ch, u);
+      for (const LocalParam& lp : st.layout(u).params) {
+        const std::vector<double>& want = whole.at(lp.spec.name);
+        double scale = 0, diff = 0;
+        for (double x : want) scale = std::max(scale, std::abs(x));
+        const ShardLayout& l = lp.layout;
+        for (std::int64_t i = 0; i < l.local_rows(); ++i)
+          for (std::int64_t j = 0; j < l.local_cols(); ++j) {
+            const std::int64_t g = l.global_offset(i, j, l.rank());
+            const double got = double(p[lp.offset + i * l.local_cols() + j]);
+            diff = std::max(diff, std::abs(got - (g < 0 ? 0.0 : want[g])));  // g < 0: padding
+            ++compared;
+          }
+        if (diff / scale > worst) worst = diff / scale, where = lp.spec.name;
+      }
+    }
+  }
+  INFO("largest relative parameter difference " << worst << " in " << where);
+  CHECK(compared > 0);
+  CHECK(worst <= tol);
+}
+
+// Runs `steps` steps of a and b (the same mesh, model, data and weights) and checks that every
+// step's loss and gradient norm and every parameter are the same bits.
+template <class A, class B>
+void check_same_bits(A& a, B& b, int steps = 3) {
+  for (int s = 0; s < steps; ++s) {
+    const StepResult x = a.step(), y = b.step();
+    INFO("step " << s << ": loss " << x.loss << " and " << y.loss);
+    CHECK(std::memcmp(&x.loss, &y.loss, sizeof(double)) == 0);
+    CHECK(std::memcmp(&x.grad_norm, &y.grad_norm, sizeof(double)) == 0);
+  }
+  std::size_t differ = 0, compared = 0;
+  for (int c = 0; c < a.chunks(); ++c)
+    for (int u = 0; u < a.chunk(c).store().size(); ++u) {
+      const auto p = unit_parameters(a, c, u), q = unit_parameters(b, c, u);
+      REQUIRE(p.size() == q.size());
+      for (std::size_t k = 0; k < p.size(); ++k, ++compared)
+        differ += std::memcmp(&p[k], &q[k], sizeof(p[k])) != 0;
+    }
+  INFO(differ << " of " << compared << " parameter elements differ");
+  CHECK(compared > 0);
+  CHECK(differ == 0);
+}
+
+}  // namespace trident::test
