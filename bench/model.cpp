@@ -78,8 +78,8 @@ void head_rows(const Comm& world, double seconds, int N, int C, int V) {
   compare(
       world, seconds, "LM head+loss fwd",
       [&] {
-        head.forward(tp, losses.data(), probs.data(), h.data(), nullptr, wte.data(), targets.data(),
-                     N);
+        head.forward(tp, losses.data(), probs.data(), h.data(), dh.data(), wte.data(),
+                     targets.data(), N);  // dh: the (unused) gathered input of SP
       },
       head_forward_gemms(N, C, V));
   compare(

@@ -4,6 +4,8 @@
 //   mpiexec -n 2 ./train_gpt --pp 2 --schedule zb-h1 --microbatches 8 --svg zb.svg
 //   ./train_gpt --dtype double --steps 20              (the single-process reference run)
 //   ./train_gpt --eval-every 50 --sample 200            (held-out loss; a sample at the end)
+//   mpiexec -n 2 ./train_gpt --tp 2 --device emulated   (the CPU as a guarded device)
+//   mpiexec -n 8 ./train_gpt --tp 2 --pp 2 --dp 2 --device cuda   (a CUDA build, 8 GPUs)
 //
 // Prints a progress line per step and a closing report: tokens/s, memory per rank by kind,
 // traffic per step per axis, the pipeline bubble, each next to its formula; with --sample,
@@ -62,14 +64,17 @@ void start(const Comm& world, Trainer& t, const Flags& f, const TokenSource& dat
                   from.empty() ? f.checkpoint_dir.c_str() : from.c_str(), t.steps_done());
   }
   const gpt2::Options& o = t.options();
+  using B = typename Trainer::Backend;
   if (world.rank() == 0)
     std::printf(
         "trident train_gpt: %s | %lld parameters (L=%d C=%d H=%d V=%d T=%d) | batch %d x "
-        "%d tokens, %d microbatches | %s%s, ZeRO-%d, %s/%s | data %s\n",
+        "%d tokens, %d microbatches | %s%s, ZeRO-%d, %s/%s | data %s | device %s, collectives "
+        "%s\n",
         t.mesh().to_string().c_str(), o.model.parameter_count(), o.model.layers, o.model.hidden,
         o.model.heads, o.model.vocab, o.model.seq, o.batch, o.model.seq, o.microbatches,
         pp::to_string(o.schedule), o.sequence_parallel ? ", SP" : "", o.zero.stage,
-        f.run.dtype.c_str(), f.run.precision.c_str(), data.name().c_str());
+        f.run.dtype.c_str(), f.run.precision.c_str(), data.name().c_str(), B::device_name().c_str(),
+        backend::to_string(t.device_mesh().path()));
 }
 
 // Steps h.first..h.last-1: a progress line per --log-every, the held-out loss per --eval-every,
@@ -188,11 +193,11 @@ void write_outputs(const Comm& world, const Trainer& t, const Flags& f, const To
   write_json(f.run.json, j);
 }
 
-// Runs the whole training with compute type T and storage type S.
-template <class T, class S>
+// Runs the whole training with compute type T and storage type S on backend B.
+template <class T, class S, class B>
 int train(const Comm& world, Flags& f, TokenSource data,
           const std::optional<TokenSource>& held_out) {
-  gpt2::Trainer<T, S> t(world, f.o, data);
+  gpt2::Trainer<T, S, B> t(world, f.o, data);
   start(world, t, f, data);
   History h;
   h.first = t.steps_done();
@@ -271,8 +276,11 @@ int main(int argc, char** argv) {
       auto [train_part, tail] = data.split_tail(f.inference.held_out, o.model.seq);
       data = std::move(train_part), held_out = std::move(tail);
     }
-    if (f.run.precision == "bf16") return train<float, bf16>(world, f, data, held_out);
-    if (f.run.dtype == "double") return train<double, double>(world, f, data, held_out);
-    return train<float, float>(world, f, data, held_out);
+    return with_device(f.run.device, [&](auto device) {
+      using B = decltype(device);
+      if (f.run.precision == "bf16") return train<float, bf16, B>(world, f, data, held_out);
+      if (f.run.dtype == "double") return train<double, double, B>(world, f, data, held_out);
+      return train<float, float, B>(world, f, data, held_out);
+    });
   });
 }

@@ -7,6 +7,7 @@
 //   mpiexec -n 8 ./train_llama --tp 2 --pp 2 --dp 2 --zero 1 --kv-heads 2
 //   mpiexec -n 2 ./train_llama --tp 2 --sequence-parallel --heads 8 --kv-heads 2
 //   ./train_llama --dtype double --steps 20              (the single-process reference run)
+//   mpiexec -n 2 ./train_llama --pp 2 --device emulated  (the CPU as a guarded device)
 //
 // Prints a progress line per step and the closing report of train_gpt: tokens/s, memory per
 // rank by kind, traffic per step per axis, the pipeline bubble, each next to its formula.
@@ -23,21 +24,22 @@ using namespace trident;
 
 namespace {
 
-// Runs the whole training with compute type T and storage type S.
-template <class T, class S>
+// Runs the whole training with compute type T and storage type S on backend B.
+template <class T, class S, class B>
 int train(const Comm& world, const llama::Config& c, const TrainOptions& o, const RunFlags& f,
           const TokenSource& data) {
-  llama::Trainer<T, S> t(world, llama::Model(c), o, data);
+  llama::Trainer<T, S, B> t(world, llama::Model(c), o, data);
   const Mesh<>& mesh = t.mesh();
   warn_if_tp_spans_nodes(mesh);
   if (world.rank() == 0)
     std::printf(
         "trident train_llama: %s | %lld parameters (L=%d C=%d H=%d KV=%d F=%d V=%d T=%d) | "
-        "batch %d x %d tokens, %d microbatches | %s%s, ZeRO-%d, %s/%s | data %s\n",
+        "batch %d x %d tokens, %d microbatches | %s%s, ZeRO-%d, %s/%s | data %s | device %s, "
+        "collectives %s\n",
         mesh.to_string().c_str(), c.parameter_count(), c.layers, c.hidden, c.heads, c.kv_heads,
         c.ffn(), c.vocab, c.seq, o.batch, c.seq, o.microbatches, pp::to_string(o.schedule),
         o.sequence_parallel ? ", SP" : "", o.zero.stage, f.dtype.c_str(), f.precision.c_str(),
-        data.name().c_str());
+        data.name().c_str(), B::device_name().c_str(), backend::to_string(t.device_mesh().path()));
   std::vector<double> losses;
   std::vector<int> skipped;  // steps skipped for a non-finite loss or gradient norm
   std::vector<StepResult> measured;
@@ -102,8 +104,11 @@ int main(int argc, char** argv) {
     apply_run_options(world, o, f);
 
     const TokenSource data = load_data(world, f.data, c.vocab, c.seq);
-    if (f.precision == "bf16") return train<float, bf16>(world, c, o, f, data);
-    if (f.dtype == "double") return train<double, double>(world, c, o, f, data);
-    return train<float, float>(world, c, o, f, data);
+    return with_device(f.device, [&](auto device) {
+      using B = decltype(device);
+      if (f.precision == "bf16") return train<float, bf16, B>(world, c, o, f, data);
+      if (f.dtype == "double") return train<double, double, B>(world, c, o, f, data);
+      return train<float, float, B>(world, c, o, f, data);
+    });
   });
 }

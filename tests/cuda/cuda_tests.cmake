@@ -10,7 +10,7 @@ add_test(NAME cuda_gpu COMMAND test_cuda_gpu)
 set_tests_properties(cuda_gpu PROPERTIES LABELS "cuda;gpu" SKIP_RETURN_CODE 77 TIMEOUT 300)
 list(APPEND trident_cuda_test_targets test_cuda_gpu)
 
-# GPT-2 on one GPU against the CPU reference (tests/cuda/model_checks.hpp); label `gpu`.
+# GPT-2 and Llama trained on one GPU against the CPU (tests/parity.hpp, model_parity.hpp); label `gpu`.
 add_executable(test_cuda_model_gpu test_model_gpu.cu gpu_main.cpp)
 target_link_libraries(test_cuda_model_gpu PRIVATE trident doctest::doctest)
 add_test(NAME cuda_model_gpu COMMAND test_cuda_model_gpu)

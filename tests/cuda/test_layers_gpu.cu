@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "kernel_checks.hpp"
+#include "layer_checks.hpp"
 
 using trident::backend::Cuda;
 using namespace trident;

@@ -64,8 +64,9 @@ template <class B>
 inline constexpr bool kHasNccl = !std::is_same_v<typename nccl_of<B>::type, NoNccl>;
 
 // A started operation on device buffers: an MPI request and what follows it (host staging's
-// copy back). Move-only; the destructor waits, as Request's does.
-class [[nodiscard]] DeviceRequest {
+// copy back). Move-only; the destructor waits, as Request's does. (DeviceComm's functions that
+// return one are [[nodiscard]]: dropped, it would be waited for at once.)
+class DeviceRequest {
  public:
   DeviceRequest() = default;
   explicit DeviceRequest(Request r, std::function<void()> finish = {})
@@ -214,7 +215,7 @@ class DeviceComm {
 
   // --- nonblocking (MPI and host staging; NCCL runs in stream order and returns done) ------
   template <class T>
-  DeviceRequest iall_reduce(T* data, std::size_t n) const {
+  [[nodiscard]] DeviceRequest iall_reduce(T* data, std::size_t n) const {
     if (size() < 2) return DeviceRequest();
     if (direct()) return DeviceRequest(comm_->iall_reduce(Span<T>(data, n)));
     if (path_ == CollectivePath::nccl) return all_reduce(data, n), DeviceRequest();
@@ -224,7 +225,7 @@ class DeviceComm {
   }
   // buf: (size * n) in; the reduced shard of this rank lands in buf[0, n).
   template <class T>
-  DeviceRequest ireduce_scatter_in_place(T* buf, std::size_t full) const {
+  [[nodiscard]] DeviceRequest ireduce_scatter_in_place(T* buf, std::size_t full) const {
     if (size() < 2) return DeviceRequest();
     if (direct()) return DeviceRequest(comm_->ireduce_scatter_in_place(Span<T>(buf, full)));
     const std::size_t n = full / std::size_t(size());
@@ -239,7 +240,7 @@ class DeviceComm {
                          [=] { B::to_device(buf, host->data(), n * sizeof(T)); });
   }
   template <class T>
-  DeviceRequest iall_gather(const T* in, T* out, std::size_t n) const {
+  [[nodiscard]] DeviceRequest iall_gather(const T* in, T* out, std::size_t n) const {
     if (size() < 2) return B::copy(out, in, n * sizeof(T)), DeviceRequest();
     if (direct()) {
       const std::size_t full = n * std::size_t(size());
@@ -256,7 +257,7 @@ class DeviceComm {
                          [=] { B::to_device(out, host_out->data(), full * sizeof(T)); });
   }
   template <class T>
-  DeviceRequest iall_gather_in_place(T* buf, std::size_t full) const {
+  [[nodiscard]] DeviceRequest iall_gather_in_place(T* buf, std::size_t full) const {
     if (size() < 2) return DeviceRequest();
     if (direct()) return DeviceRequest(comm_->iall_gather_in_place(Span<T>(buf, full)));
     if (path_ == CollectivePath::nccl) return all_gather_in_place(buf, full), DeviceRequest();
@@ -267,7 +268,7 @@ class DeviceComm {
   // Point-to-point, tagged (MPI and host staging only: NCCL's point-to-point is matched in
   // order, without tags, and grouped: pp/executor.hpp drives it through nccl_send/nccl_recv).
   template <class T>
-  DeviceRequest isend(const T* data, std::size_t n, int dest, int tag) const {
+  [[nodiscard]] DeviceRequest isend(const T* data, std::size_t n, int dest, int tag) const {
     require_tagged();
     if (direct()) return DeviceRequest(comm_->isend(Span<const T>(data, n), dest, tag));
     auto host = share(staged(data, n));
@@ -276,7 +277,7 @@ class DeviceComm {
     return DeviceRequest(std::move(r));
   }
   template <class T>
-  DeviceRequest irecv(T* data, std::size_t n, int source, int tag) const {
+  [[nodiscard]] DeviceRequest irecv(T* data, std::size_t n, int source, int tag) const {
     require_tagged();
     if (direct()) return DeviceRequest(comm_->irecv(Span<T>(data, n), source, tag));
     auto host = share(Buffer<T>(MemoryKind::buffers, n, Fill::none));

@@ -127,7 +127,9 @@ inline void add_run_options(cli::App& app, TrainOptions& o, RunFlags& f, unsigne
                  "(byte tokens) or 'synthetic'")
       ->capture_default_str();
   app.add_option("--json", f.json, "write the run report as JSON");
-  app.add_option("--device", f.device, "cpu, or cuda (refused until the trainer runs on the GPU)")
+  app.add_option("--device", f.device,
+                 "cpu; emulated (the CPU as a guarded device); cuda (a CUDA build: rank r on GPU r "
+                 "mod n)")
       ->capture_default_str();
   app.add_option("--threads", f.threads, "threads per rank (default: cores / ranks on the node)");
   app.add_option("--log-every", f.log_every, "steps between progress lines");

@@ -13,6 +13,7 @@
 
 #include "column_major.hpp"
 #include "error.hpp"
+#include "stream.hpp"
 
 namespace trident::backend::cuda {
 
@@ -21,6 +22,7 @@ inline cublasHandle_t cublas_handle() {
     cublasHandle_t h = nullptr;
     check_cublas(cublasCreate(&h), "cublasCreate");
     check_cublas(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    check_cublas(cublasSetStream(h, stream()), "cublasSetStream");
     return h;
   }();
   return handle;

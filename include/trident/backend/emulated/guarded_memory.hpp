@@ -9,7 +9,11 @@
 // memory faults at once, and a SIGSEGV handler names it before the process dies, where on a GPU
 // the same bug would read garbage or fault far from its cause. A launch (Launch, RAII; nested
 // launches count) makes the used part readable and writable for its duration: two mprotect
-// calls per launch. Launches come from the rank's main thread (OpenMP threads run inside them).
+// calls per launch, over whole 2 MiB huge pages where the kernel gives them (madvise
+// MADV_HUGEPAGE: a change of protection then rewrites one entry per 2 MiB, not 512; measured,
+// `mpiexec -n 2 train_gpt --tp 2 --dtype double --device emulated`: 748 tokens/s with 4 KiB
+// pages, 10,307 with huge pages, the CPU backend 12,380). Launches come from the rank's
+// main thread (OpenMP threads run inside them).
 #pragma once
 
 #include <signal.h>
@@ -103,7 +107,7 @@ class GuardedRegion {
   GuardedRegion() {
     const char* env = std::getenv("TRIDENT_EMULATED_MEMORY");
     capacity_ = env && *env ? parse_capacity(env) : (std::size_t(16) << 30);
-    page_ = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    page_ = std::size_t(2) << 20;  // protection in whole huge pages (a multiple of the page size)
     capacity_ = (capacity_ + page_ - 1) / page_ * page_;
   }
   // The region, reserved at the first allocation (collective-free: each process its own).
@@ -114,6 +118,7 @@ class GuardedRegion {
     require(p != MAP_FAILED, "emulated device: cannot reserve " + std::to_string(capacity_) +
                                  " bytes of address space (TRIDENT_EMULATED_MEMORY)");
     base_ = static_cast<char*>(p);
+    madvise(base_, capacity_, MADV_HUGEPAGE);  // a hint: without it, 4 KiB pages
     install_fault_report();
   }
   std::size_t page_end(std::size_t offset) const { return (offset + page_ - 1) / page_ * page_; }
