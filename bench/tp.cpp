@@ -61,7 +61,7 @@ void linear_rows(const Groups& g, const char* name, int N, int in, int out) {
       g, std::string(name) + " fwd",
       [&](const TensorParallel<>& tp) {
         if constexpr (column)
-          layer.forward(tp, y.data(), x.data(), nullptr, w.data(), b.data(), N);
+          layer.forward(tp, y.data(), x.data(), dx.data(), w.data(), b.data(), N);  // SP's x_full
         else
           layer.forward(tp, y.data(), y.data(), x.data(), w.data(), b.data(), N);
       },
@@ -73,8 +73,8 @@ void linear_rows(const Groups& g, const char* name, int N, int in, int out) {
           layer.backward(tp, dx.data(), dx.data(), dw.data(), db.data(), dy.data(), x.data(),
                          w.data(), N);
         else
-          layer.backward(tp, dx.data(), dw.data(), db.data(), dy.data(), nullptr, x.data(),
-                         w.data(), N);
+          layer.backward(tp, dx.data(), dw.data(), db.data(), dy.data(), y.data(), x.data(),
+                         w.data(), N);  // y: SP's dy_full
       },
       linear_backward_gemms(name, N, in, out));
 }

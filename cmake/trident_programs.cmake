@@ -5,8 +5,10 @@ find_package(nlohmann_json 3 REQUIRED)
 add_library(trident_program_settings INTERFACE)
 target_link_libraries(trident_program_settings INTERFACE trident::trident
                       nlohmann_json::nlohmann_json)
-target_compile_options(trident_program_settings INTERFACE -Wall -Wextra -Wpedantic
-                       $<$<CONFIG:Release>:-march=native>)
+target_compile_options(trident_program_settings INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic $<$<CONFIG:Release>:-march=native>>
+  # a CUDA build's programs compiled by nvcc (examples/CMakeLists.txt): the host compiler's flags
+  $<$<COMPILE_LANGUAGE:CUDA>:$<$<CONFIG:Release>:-Xcompiler=-march=native> -Xcompiler=-fopenmp>)
 
 # How hard GCC optimises each target's own code in Release (docs/ARCHITECTURE.md §9). A 2-core
 # build is bound by the CPU seconds of its compiles, three quarters of them GCC's optimiser.

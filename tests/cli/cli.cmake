@@ -4,15 +4,16 @@ if(NOT TRIDENT_BUILD_EXAMPLES)
   return()
 endif()
 
-# trident_cli_error(name RANKS n EXPECT "message" PROGRAM program ARGS args... [ENV VAR=value...])
+# trident_cli_error(name RANKS n EXPECT "message" PROGRAM program ARGS args... [ENV VAR=value...]
+#                   [SKIP_IF_RUNS regex])
 function(trident_cli_error name)
-  cmake_parse_arguments(E "" "RANKS;EXPECT;PROGRAM" "ARGS;ENV" ${ARGN})
+  cmake_parse_arguments(E "" "RANKS;EXPECT;PROGRAM;SKIP_IF_RUNS" "ARGS;ENV" ${ARGN})
   set(cmd ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${E_RANKS} $<TARGET_FILE:${E_PROGRAM}> ${E_ARGS})
   string(REPLACE ";" "|" cmd "${cmd}")  # a list survives the command line as a|b|c
   add_test(NAME cli.${name} COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${cmd}" "-DEXPECT=${E_EXPECT}"
-           -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_error.cmake)
+           "-DSKIP_IF_RUNS=${E_SKIP_IF_RUNS}" -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_error.cmake)
   math(EXPR timeout "60 * ${TRIDENT_TEST_TIMEOUT_FACTOR}")
-  set_tests_properties(cli.${name} PROPERTIES TIMEOUT ${timeout}
+  set_tests_properties(cli.${name} PROPERTIES TIMEOUT ${timeout} SKIP_REGULAR_EXPRESSION "SKIPPED: "
                        ENVIRONMENT "OMP_NUM_THREADS=1;${E_ENV}")
 endfunction()
 
@@ -162,6 +163,11 @@ trident_same_losses(pp2_zbv_dp2_zero1 RANKS 4 ARGS --pp 2 --dp 2 --zero 1 --sche
 trident_same_losses(pp1_interleaved RANKS 1 ARGS --schedule interleaved --virtual-stages 2 --microbatches 2)
 # a token file (llm.c layout) as the data
 trident_same_losses(token_file_dp2 RANKS 2 ARGS --dp 2 BOTH --data ${token_files}/tokens_vocab300.bin --vocab 300)
+# On the emulated device (--device emulated: guarded device memory, collectives staged through
+# the host), against the single-process run on the CPU.
+trident_same_losses(emulated_tp2_pp2_dp2_zero1 RANKS 8 ARGS --tp 2 --pp 2 --dp 2 --zero 1 --device emulated)
+trident_same_losses(emulated_tp2_sp_pp2_zbv RANKS 4 ARGS --tp 2 --pp 2 --sequence-parallel --schedule zbv
+  --microbatches 2 --device emulated)
 
 # A run of one step (which warms up and is not measured) reports no throughput and no bubble.
 set(one_step ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 $<TARGET_FILE:train_gpt> ${tiny}
@@ -242,8 +248,17 @@ set_tests_properties(cli.skip_nonfinite PROPERTIES TIMEOUT 120
 # function in cuda_host without building train_gpt).
 if(TRIDENT_WITH_CUDA)
   trident_cli_error(device_cuda RANKS 2 PROGRAM train_gpt ARGS ${tiny} --device cuda
-    EXPECT "--device cuda: no CUDA device is visible to this process (cudaGetDeviceCount: ")
+    EXPECT "--device cuda: no CUDA device is visible to this process (cudaGetDeviceCount: "
+    SKIP_IF_RUNS "device cuda:[0-9]")
+  set_tests_properties(cli.device_cuda PROPERTIES LABELS cuda)  # run by cmake/cuda_tests.sh
 else()
   trident_cli_error(device_cuda RANKS 2 PROGRAM train_gpt ARGS ${tiny} --device cuda
-    EXPECT "--device cuda: this program was built without the CUDA backend (configure with -DTRIDENT_WITH_CUDA=ON); it runs on --device cpu")
+    EXPECT "--device cuda: this program was built without the CUDA backend (configure with -DTRIDENT_WITH_CUDA=ON); it runs on --device cpu or emulated")
 endif()
+trident_cli_error(device_unknown RANKS 2 PROGRAM train_gpt ARGS ${tiny} --device gpu
+  EXPECT "--device: expected cpu, emulated or cuda, got 'gpu'")
+# A device too small for the model states: one Error on every rank naming the device, the bytes
+# asked for and what holds the rest (backend/caching_allocator.hpp, train/trainer.hpp).
+trident_cli_error(emulated_out_of_memory RANKS 2 PROGRAM train_gpt ARGS ${tiny} --hidden 64
+  --vocab 4096 --tp 2 --device emulated ENV TRIDENT_EMULATED_MEMORY=256K
+  EXPECT "emulated device (262144 bytes, TRIDENT_EMULATED_MEMORY): out of memory: asked for ")

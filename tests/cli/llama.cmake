@@ -21,3 +21,5 @@ trident_same_losses(llama_tp2_sp RANKS 2 PROGRAM train_llama ARGS --tp 2 --seque
   BOTH --kv-heads 2)
 trident_same_losses(llama_pp2_dp2_zero3 RANKS 4 PROGRAM train_llama ARGS --pp 2 --dp 2 --zero 3
   BOTH --kv-heads 1)
+trident_same_losses(llama_emulated_tp2_pp2_dp2_zero3 RANKS 8 PROGRAM train_llama ARGS --tp 2 --pp 2
+  --dp 2 --zero 3 --device emulated BOTH --kv-heads 2)

@@ -16,3 +16,35 @@ target_link_libraries(test_cuda_model_gpu PRIVATE trident doctest::doctest)
 add_test(NAME cuda_model_gpu COMMAND test_cuda_model_gpu)
 set_tests_properties(cuda_model_gpu PROPERTIES LABELS "cuda;gpu" SKIP_RETURN_CODE 77 TIMEOUT 300)
 list(APPEND trident_cuda_test_targets test_cuda_model_gpu)
+
+# The training programs on a GPU (label gpu; compiled by nvcc: examples/CMakeLists.txt): the
+# same per-step losses in double as the single-process CPU run, within 1e-10 — GPT-2 on one
+# rank, GPT-2 at TP2 with two ranks sharing the GPU (host staging), Llama on one rank.
+if(TRIDENT_BUILD_EXAMPLES)
+  list(APPEND trident_cuda_test_targets train_gpt train_llama compare_losses)
+  # trident_gpu_same_losses(name PROGRAM p RANKS n ARGS gpu-run flags...)
+  function(trident_gpu_same_losses name)
+    cmake_parse_arguments(G "" "PROGRAM;RANKS" "ARGS" ${ARGN})
+    set(dir ${CMAKE_CURRENT_BINARY_DIR}/gpu_same_losses)
+    file(MAKE_DIRECTORY ${dir})
+    set(common --dtype double --steps 4 --layers 4 --hidden 32 --heads 4 --seq 16 --batch 8
+        --data synthetic --log-every 1)
+    set(cpu ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 1 $<TARGET_FILE:${G_PROGRAM}> ${common}
+        --json ${dir}/${name}.cpu.json)
+    set(gpu ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${G_RANKS} $<TARGET_FILE:${G_PROGRAM}>
+        ${common} ${G_ARGS} --device cuda --json ${dir}/${name}.gpu.json)
+    set(cmp $<TARGET_FILE:compare_losses> ${dir}/${name}.cpu.json ${dir}/${name}.gpu.json 1e-10)
+    foreach(v cpu gpu cmp)
+      string(REPLACE ";" "|" ${v} "${${v}}")
+    endforeach()
+    add_test(NAME cuda_cli.${name} COMMAND ${CMAKE_COMMAND} "-DFIRST=${cpu}" "-DSECOND=${gpu}"
+             "-DCOMPARE=${cmp}" -P ${CMAKE_CURRENT_SOURCE_DIR}/gpu_same_losses.cmake)
+    set_tests_properties(cuda_cli.${name} PROPERTIES LABELS "cuda;gpu" TIMEOUT 300
+                         SKIP_REGULAR_EXPRESSION "SKIPPED: no GPU" ENVIRONMENT "OMP_NUM_THREADS=1")
+  endfunction()
+  trident_gpu_same_losses(gpt2 PROGRAM train_gpt RANKS 1)
+  trident_gpu_same_losses(gpt2_tp2_shared_gpu PROGRAM train_gpt RANKS 2 ARGS --tp 2)
+  trident_gpu_same_losses(gpt2_pp2_zbv_dp2_zero3 PROGRAM train_gpt RANKS 4 ARGS --pp 2 --dp 2
+                          --zero 3 --schedule zbv --microbatches 2)
+  trident_gpu_same_losses(llama PROGRAM train_llama RANKS 1 ARGS --kv-heads 2)
+endif()

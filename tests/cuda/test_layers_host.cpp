@@ -6,6 +6,12 @@
 #include <trident/backend/cpu/cpu.hpp>
 #include <trident/backend/emulated/emulated.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <string>
+
 #include "../mpi_test.hpp"
 #include "layer_checks.hpp"
 
@@ -41,4 +47,53 @@ TEST_CASE("layers on the emulated device: float <-> bf16 conversions, bit for bi
 }
 TEST_CASE("layers on the emulated device: AdamW, three steps") {
   check_adamw<Emulated>();
+}
+
+// The guard itself: host code that reads device memory outside a launch or a copy dies at once
+// with SIGSEGV and a message naming the byte, where a GPU would read garbage (a forked child
+// does it, its stderr read back here, with the region's handler in front of the test runner's);
+// the same read through the backend's copy works.
+TEST_CASE("emulated device: a host read of device memory dies at once, named; a copy works") {
+  trident::backend::DeviceBuffer<float, Emulated> d(trident::MemoryKind::buffers, 16);
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  const pid_t child = fork();
+  if (child == 0) {  // not MPI: a plain process that touches the memory and dies
+    dup2(fds[1], 2);
+    std::signal(SIGSEGV, SIG_DFL);  // doctest's and MPI's handlers, installed since, out
+    trident::backend::emulated::GuardedRegion::install_fault_report();
+    const volatile float* p = d.data();
+    const float x = p[3];
+    _exit(x == 0 ? 0 : 1);  // not reached
+  }
+  close(fds[1]);
+  std::string text;
+  char buf[256];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) text.append(buf, std::size_t(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGSEGV);
+  INFO(text);
+  CHECK(text.find("trident: host code read or wrote emulated device memory") != std::string::npos);
+  float got = -1;
+  Emulated::to_host(&got, d.data() + 3, sizeof got);
+  CHECK(got == 0.0f);
+}
+
+TEST_CASE("emulated device: out of memory is an Error naming the device, the bytes, the holders") {
+  const std::size_t huge = std::size_t(1) << 50;
+  try {
+    trident::backend::DeviceBuffer<char, Emulated> b(trident::MemoryKind::activations, huge);
+    FAIL("no error");
+  } catch (const trident::backend::DeviceOutOfMemory& e) {
+    const std::string what = e.what();
+    INFO(what);
+    CHECK(what.find("emulated device (") == 0);
+    CHECK(what.find("out of memory: asked for " + std::to_string(huge) + " bytes") !=
+          std::string::npos);
+    CHECK(what.find("this process's buffers by kind, bytes: parameters ") != std::string::npos);
+    CHECK(what.find("the device: ") != std::string::npos);
+  }
 }

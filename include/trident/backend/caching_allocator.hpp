@@ -3,7 +3,9 @@
 // cudaFree synchronise the device and cost far more than a training step's reuse).
 //
 // Source is where blocks really come from: allocate(bytes) returns nullptr when the device is
-// out of memory, free(p) gives one back, name() names the device ("cuda:0 (NVIDIA H200)").
+// out of memory, free(p) gives one back, name() names the device ("cuda:0 (NVIDIA H200)"), and
+// state() (optional) says what the device itself reports (a GPU's free and total bytes: other
+// processes, e.g. ranks sharing the GPU, hold the rest).
 // Sizes are rounded up to kGranule. When the source refuses, every cached block is returned
 // and the allocation retried once; when it refuses again, a DeviceOutOfMemory (a trident::Error)
 // names the device, the bytes asked for, the bytes held and what holds them: the live buffers
@@ -15,6 +17,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "../core/error.hpp"
@@ -22,14 +25,21 @@
 
 namespace trident::backend {
 
-// A device allocation refused for want of memory.
-class DeviceOutOfMemory : public Error {
+// A device allocation refused for want of memory: this rank's alone (the trainer agrees on it
+// over the ranks where it can, while building the model states; elsewhere run_main ends the job).
+class DeviceOutOfMemory : public RankError {
  public:
-  using Error::Error;
+  using RankError::RankError;
 };
 
 template <class Source>
 class CachingAllocator {
+  template <class S, class = void>
+  struct has_state : std::false_type {};
+  template <class S>
+  struct has_state<S, std::void_t<decltype(std::declval<const S&>().state())>> : std::true_type {};
+  static constexpr bool kHasState = has_state<Source>::value;
+
  public:
   static constexpr std::size_t kGranule = 512;
 
@@ -96,10 +106,13 @@ class CachingAllocator {
     for (int k = 0; k < kMemoryKinds; ++k)
       held += std::string(k ? ", " : "") + to_string(MemoryKind(k)) + " " +
               std::to_string(memory_stats().current(MemoryKind(k)));
+    std::string device;
+    if constexpr (kHasState) device = "; the device: " + source_.state();
     throw DeviceOutOfMemory(
         source_.name() + ": out of memory: asked for " + std::to_string(bytes) + " bytes, " +
         std::to_string(live_) +
         " bytes held by live buffers (this process's buffers by kind, bytes: " + held + ")" +
+        device +
         (released ? "; " + std::to_string(released) + " cached bytes were released first"
                   : std::string()));
   }

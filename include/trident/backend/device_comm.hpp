@@ -75,7 +75,7 @@ class DeviceRequest {
   DeviceRequest& operator=(DeviceRequest&& o) noexcept {
     if (this != &o) {
       finish_quietly();
-      request_ = std::move(o.request_);
+      static_cast<void>(request_ = std::move(o.request_));  // (nvcc: Request is [[nodiscard]])
       finish_ = std::exchange(o.finish_, {});
     }
     return *this;

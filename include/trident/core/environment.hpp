@@ -89,6 +89,8 @@ int run_main(int argc, char** argv, Body&& body) {
     return leave(e.code);
   } catch (const MpiError& e) {
     std::fprintf(stderr, "trident: rank %d: %s\n", world.rank(), e.what());
+  } catch (const RankError& e) {  // this rank alone: the others may wait for it, so abort
+    std::fprintf(stderr, "trident: rank %d: %s\n", world.rank(), e.what());
   } catch (const Error& e) {
     if (world.rank() == 0) std::fprintf(stderr, "error: %s\n", e.what());
     return leave(1);

@@ -29,6 +29,14 @@ class MpiError : public Error {
   int code_;
 };
 
+// An error of this rank alone, found where the other ranks cannot know of it (a device out of
+// memory in the middle of a step): run_main prints it with the rank and ends the job, where
+// waiting for the others would hang.
+class RankError : public Error {
+ public:
+  using Error::Error;
+};
+
 // Throws Error(message) unless `ok`. Callers build the message only on failure when it is costly:
 // `if (!ok) fail(...)`.
 inline void require(bool ok, const std::string& message) {

@@ -30,8 +30,10 @@
 #include <memory>
 #include <vector>
 
+#include "../backend/caching_allocator.hpp"
 #include "../backend/cpu/cpu.hpp"
 #include "../backend/ops.hpp"
+#include "../core/environment.hpp"
 #include "../core/fault.hpp"
 #include "../data/tokens.hpp"
 #include "../mesh/device_mesh.hpp"
@@ -216,10 +218,22 @@ Trainer<M, T, S, B>::Trainer(const Comm& world, M model, TrainOptions o, TokenSo
   const int p = o_.mesh.pp, v = o_.virtual_stages;
   const pp::ChunkMap map = o_.chunk_map();
   ties_ = locate_ties(model_, split, o_.mesh.tp, map, mesh_.stage());
-  for (int c = 0; c < v; ++c)
-    chunks_.push_back(
-        std::make_unique<Chunk>(model_, tp_, stage_spec(split, map.virtual_stage(c, mesh_.stage())),
-                                o_.rows_per_microbatch(), groups_->dp(), o_.zero, o_.recompute));
+  // The stages' model states are allocated here: a device too small for them is one Error on
+  // every rank (the lowest failing rank's), not a hang. The only collective of the stores'
+  // construction, the DP group's shared-memory segment, is made first, so that no rank waits
+  // in it for a rank that has failed.
+  if (shm_tuning().enabled && mesh_.dp().size() > 1) (void)shared_segment(mesh_.dp().get());
+  std::string failed;
+  try {
+    for (int c = 0; c < v; ++c)
+      chunks_.push_back(std::make_unique<Chunk>(
+          model_, tp_, stage_spec(split, map.virtual_stage(c, mesh_.stage())),
+          o_.rows_per_microbatch(), groups_->dp(), o_.zero, o_.recompute));
+  } catch (const backend::DeviceOutOfMemory& e) {
+    failed = std::string(e.what()) + " (rank " + std::to_string(world.rank()) +
+             ", building its model states)";
+  }
+  agree(world, failed.empty(), failed);
   const auto schedule = pp::make_schedule({o_.schedule, p, o_.microbatches, v});
   executor_ = std::make_unique<pp::Executor<T, B>>(
       groups_->pp(), schedule[mesh_.stage()], o_.microbatches, v, chunks_[0]->activation_size(),

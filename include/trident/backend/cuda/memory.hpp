@@ -34,6 +34,16 @@ struct DeviceSource {
     cudaGetDevice(&device);
     return device_name(device);
   }
+  // The device's own count: free and total bytes (other processes on it hold the rest).
+  std::string state() const {
+    std::size_t free = 0, total = 0;
+    if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
+      cudaGetLastError();
+      return "cudaMemGetInfo failed";
+    }
+    return std::to_string(free) + " bytes free of " + std::to_string(total) +
+           " (cudaMemGetInfo; other processes, e.g. ranks sharing this GPU, hold the rest)";
+  }
 };
 
 // The process's device allocator; never destroyed (buffers may be freed during static

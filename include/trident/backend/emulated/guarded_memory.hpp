@@ -49,6 +49,7 @@ inline std::size_t parse_capacity(const char* text) {
 class GuardedRegion {
  public:
   static constexpr std::size_t kAlign = 256;
+  static constexpr std::size_t kProtectUnit = std::size_t(2) << 20;  // a huge page
 
   // Never destroyed: buffers may be freed during static destruction.
   static GuardedRegion& instance() {
@@ -92,8 +93,17 @@ class GuardedRegion {
     sizes_.erase(it);
   }
   std::string name() const {
-    return "emulated device (" + std::to_string(capacity_ >> 20) + " MiB, TRIDENT_EMULATED_MEMORY)";
+    return "emulated device (" + std::to_string(capacity_) + " bytes, TRIDENT_EMULATED_MEMORY)";
   }
+  // What the caching allocator's out-of-memory message adds: the region's use.
+  std::string state() const {
+    return std::to_string(top_) + " of its " + std::to_string(capacity_) + " bytes handed out";
+  }
+
+  // Installs the SIGSEGV handler that names a host access to the region (done when the region
+  // is reserved; a program that installs its own handler afterwards may install it again: the
+  // handler calls the one it replaced).
+  static void install_fault_report();
 
   // A kernel launch or copy begins (the used region becomes readable and writable) or ends.
   void open() {
@@ -107,7 +117,7 @@ class GuardedRegion {
   GuardedRegion() {
     const char* env = std::getenv("TRIDENT_EMULATED_MEMORY");
     capacity_ = env && *env ? parse_capacity(env) : (std::size_t(16) << 30);
-    page_ = std::size_t(2) << 20;  // protection in whole huge pages (a multiple of the page size)
+    page_ = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
     capacity_ = (capacity_ + page_ - 1) / page_ * page_;
   }
   // The region, reserved at the first allocation (collective-free: each process its own).
@@ -121,14 +131,16 @@ class GuardedRegion {
     madvise(base_, capacity_, MADV_HUGEPAGE);  // a hint: without it, 4 KiB pages
     install_fault_report();
   }
-  std::size_t page_end(std::size_t offset) const { return (offset + page_ - 1) / page_ * page_; }
+  // The end of the protected range around [0, offset): whole huge pages, within the region.
+  std::size_t page_end(std::size_t offset) const {
+    const std::size_t end = (offset + kProtectUnit - 1) / kProtectUnit * kProtectUnit;
+    return end < capacity_ ? end : capacity_;
+  }
   void protect(std::size_t from, std::size_t to, bool open) const {
     if (to <= from) return;
     if (mprotect(base_ + from, to - from, open ? PROT_READ | PROT_WRITE : PROT_NONE) != 0)
       fail("emulated device: mprotect failed on " + std::to_string(to - from) + " bytes");
   }
-
-  static void install_fault_report();
 
   char* base_ = nullptr;
   std::size_t capacity_ = 0, top_ = 0, page_ = 4096;
@@ -183,6 +195,7 @@ struct RegionSource {
   void* allocate(std::size_t bytes) { return GuardedRegion::instance().allocate(bytes); }
   void free(void* p) { GuardedRegion::instance().free(p); }
   std::string name() const { return GuardedRegion::instance().name(); }
+  std::string state() const { return GuardedRegion::instance().state(); }
 };
 inline CachingAllocator<RegionSource>& allocator() {
   static auto* a = new CachingAllocator<RegionSource>;
