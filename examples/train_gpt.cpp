@@ -75,6 +75,8 @@ void start(const Comm& world, Trainer& t, const Flags& f, const TokenSource& dat
         pp::to_string(o.schedule), o.sequence_parallel ? ", SP" : "", o.zero.stage,
         f.run.dtype.c_str(), f.run.precision.c_str(), data.name().c_str(), B::device_name().c_str(),
         backend::to_string(t.device_mesh().path()));
+  if (world.rank() == 0 && !t.pipeline_note().empty())
+    std::printf("pipeline messages: host staging, not NCCL: %s\n", t.pipeline_note().c_str());
 }
 
 // Steps h.first..h.last-1: a progress line per --log-every, the held-out loss per --eval-every,

@@ -40,6 +40,8 @@ int train(const Comm& world, const llama::Config& c, const TrainOptions& o, cons
         c.ffn(), c.vocab, c.seq, o.batch, c.seq, o.microbatches, pp::to_string(o.schedule),
         o.sequence_parallel ? ", SP" : "", o.zero.stage, f.dtype.c_str(), f.precision.c_str(),
         data.name().c_str(), B::device_name().c_str(), backend::to_string(t.device_mesh().path()));
+  if (world.rank() == 0 && !t.pipeline_note().empty())
+    std::printf("pipeline messages: host staging, not NCCL: %s\n", t.pipeline_note().c_str());
   std::vector<double> losses;
   std::vector<int> skipped;  // steps skipped for a non-finite loss or gradient norm
   std::vector<StepResult> measured;

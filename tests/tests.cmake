@@ -5,7 +5,7 @@ trident_mpi_test(tensor RANKS 1 2 4 TIMEOUT 120 SOURCES test_tensor.cpp)
 add_subdirectory(package)
 trident_mpi_test(safetensors RANKS 1 TIMEOUT 120 SOURCES test_safetensors.cpp)
 trident_mpi_test(pp_schedule RANKS 1 TIMEOUT 120 SOURCES test_pp_schedule.cpp test_pp_zb_h1.cpp
-                 test_pp_zbv.cpp test_pp_timeline.cpp)
+                 test_pp_zbv.cpp test_pp_timeline.cpp test_pp_grouped.cpp)
 trident_mpi_test(inference RANKS 8 TIMEOUT 600 SOURCES test_inference.cpp)
 trident_mpi_test(parity_tp RANKS 1 2 4 8 TIMEOUT 600 SOURCES test_parity_tp.cpp)
 trident_mpi_test(plan RANKS 1 TIMEOUT 120 SOURCES test_plan.cpp)
@@ -14,6 +14,18 @@ trident_mpi_test(nn_llama RANKS 1 TIMEOUT 300 SOURCES test_nn_llama.cpp)
 trident_mpi_test(llama RANKS 2 8 TIMEOUT 600 SOURCES test_llama.cpp)
 # The trainer on the emulated device (GPT-2 and Llama): in the llama bundle, which links both.
 trident_mpi_test(emulated RANKS 1 2 4 8 TIMEOUT 900 SOURCES test_emulated.cpp)
+# The same meshes with the emulated device's collectives on NCCL's semantics (mpi_nccl.hpp:
+# untagged in-order point-to-point, rendezvous sends, groups), in double against the reference:
+# GPipe, 1F1B and ZB-H1 move their pipeline messages in NCCL's groups, the others by staging.
+foreach(n 2 4 8)
+  add_test(NAME emulated_nccl.${n}ranks
+           COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${n}
+                   $<TARGET_FILE:test_bundle_llama> --source-file=*/test_emulated.cpp
+                   "--test-case=*in double matches*,*Llama matches*")
+  math(EXPR timeout "600 * ${TRIDENT_TEST_TIMEOUT_FACTOR}")
+  set_tests_properties(emulated_nccl.${n}ranks PROPERTIES TIMEOUT ${timeout} PROCESSORS ${n}
+                       ENVIRONMENT "OMP_NUM_THREADS=1;TRIDENT_EMULATED_COLLECTIVES=nccl")
+endforeach()
 # Llama's trainers come compiled (models/llama/llama.hpp, cmake/trident_programs.cmake).
 target_link_libraries(test_bundle_${trident_bundle_of_llama} PRIVATE trident_llama_instances)
 trident_mpi_test(parity_pp RANKS 2 4 8 TIMEOUT 600 SOURCES test_parity_pp.cpp)

@@ -4,7 +4,9 @@
 // which CollectivePath the run takes (backend/collective_path.hpp): MPI on host memory, NCCL for
 // ranks on distinct GPUs, host staging otherwise; the same on every rank. Each group of the mesh
 // then gets a DeviceComm<B> along that path (with NCCL, one communicator per group, made in the
-// same order on every rank: tp, pp, dp, the embedding group). Collective over the mesh's world.
+// same order on every rank: tp, pp, dp, the embedding group). The pipeline group may take
+// another path than the rest (pp/grouped_p2p.hpp: a schedule whose messages do not suit NCCL's
+// point-to-point stages them through the host). Collective over the mesh's world.
 #pragma once
 
 #include "../backend/device_comm.hpp"
@@ -15,10 +17,11 @@ namespace trident {
 template <class B>
 class DeviceMesh {
  public:
-  DeviceMesh(const Mesh<>& mesh, backend::CollectivePath path)
+  DeviceMesh(const Mesh<>& mesh, backend::CollectivePath path) : DeviceMesh(mesh, path, path) {}
+  DeviceMesh(const Mesh<>& mesh, backend::CollectivePath path, backend::CollectivePath pp_path)
       : path_(path),
         tp_(mesh.tp(), path),
-        pp_(mesh.pp(), path),
+        pp_(mesh.pp(), pp_path),
         dp_(mesh.dp(), path),
         embedding_(mesh.embedding().valid() ? backend::DeviceComm<B>(mesh.embedding(), path)
                                             : backend::DeviceComm<B>()) {}

@@ -13,8 +13,11 @@
 // DeviceComm<B> (MPI on host memory, host staging on a device). Every receive of the step is
 // posted at the start (into its own buffer) and every send is nonblocking, so transfers overlap
 // compute; the executor waits on a receive only when the schedule needs its data. Messages are
-// told apart by tag: (receiving chunk, microbatch, direction). With verbose on, every send and
-// receive is printed with an arrow.
+// told apart by tag: (receiving chunk, microbatch, direction). On the nccl path (NCCL's
+// point-to-point: no tags, matched in order, a send waits for its receive) each run of
+// consecutive sends and receives of the list is posted as one group instead, where it stands
+// (grouped_p2p.hpp says which schedules allow it; the trainer gives the others host staging).
+// With verbose on, every send and receive is printed with an arrow.
 #pragma once
 
 #include <cstdio>
@@ -54,12 +57,15 @@ class Executor {
   template <class Stage>
   std::vector<Interval> run(Stage& stage, double origin) {
     Step step{origin, {}, {}, {}};
-    post_receives(step);
+    const bool grouped = pp_.path() == backend::CollectivePath::nccl;
+    if (!grouped) post_receives(step);
     for (std::size_t i = 0; i < actions_.size(); ++i) {
       const Action& a = actions_[i];
       flight_recorder().set_microbatch(a.microbatch);  // stamps this action's calls
       const double t0 = step.now();
-      if (is_recv(a.op))
+      if (grouped && !is_compute(a.op))
+        i = post_group(step, i, t0) - 1;
+      else if (is_recv(a.op))
         receive(step, a, t0);
       else if (is_send(a.op))
         send(step, a, t0);
@@ -67,7 +73,7 @@ class Executor {
         compute(stage, step, a, i, t0);
       free_sent(step);
     }
-    step.outbox.clear();  // waits for the last sends
+    step.outbox.clear();  // waits for the last sends (NCCL's: done in stream order)
     flight_recorder().set_microbatch(-1);
     return std::move(step.intervals);
   }
@@ -105,6 +111,33 @@ class Executor {
     step.inbox.at(key(a.op, a.microbatch, a.chunk)).request.wait();
     say(a, "<--");
     record(step, a, IntervalKind::recv, t0);
+  }
+  // NCCL's grouped point-to-point: the sends and receives from action `first` to the next
+  // compute, posted as one group (the sends' data from the outbox, the receives' into the
+  // inbox). Returns the index after the group.
+  std::size_t post_group(Step& step, std::size_t first, double t0) const {
+    std::size_t end = first;
+    while (end < actions_.size() && !is_compute(actions_[end].op)) ++end;
+    pp_.group_start();
+    for (std::size_t i = first; i < end; ++i) {
+      const Action& a = actions_[i];
+      if (is_send(a.op)) {
+        pp_.nccl_send(step.outbox.at(key(a.op, a.microbatch, a.chunk)).data.data(), size_, a.peer);
+      } else {
+        Message& msg = step.inbox[key(a.op, a.microbatch, a.chunk)];
+        msg.data.allocate(MemoryKind::buffers, size_, Fill::none);
+        pp_.nccl_recv(msg.data.data(), size_, a.peer);
+      }
+    }
+    pp_.group_end();
+    for (std::size_t i = first; i < end; ++i) {
+      const Action& a = actions_[i];
+      say(a, is_send(a.op) ? "-->" : "<--");
+      record(step, a, is_send(a.op) ? IntervalKind::send : IntervalKind::recv, t0);
+      // a sent buffer may go: anything that reuses it comes after the send in stream order
+      if (is_send(a.op)) step.outbox.erase(key(a.op, a.microbatch, a.chunk));
+    }
+    return end;
   }
   // Starts the send of what the compute before it wrote to the outbox.
   void send(Step& step, const Action& a, double t0) const {

@@ -38,6 +38,7 @@
 #include "../data/tokens.hpp"
 #include "../mesh/device_mesh.hpp"
 #include "../pp/executor.hpp"
+#include "../pp/grouped_p2p.hpp"
 #include "../tp/tensor_parallel.hpp"
 #include "../zero/optimizer.hpp"
 #include "ties.hpp"
@@ -68,6 +69,8 @@ class Trainer {
   const Mesh<>& mesh() const { return mesh_; }
   // The mesh's groups on B's memory, and the collective path they take.
   const DeviceMesh<B>& device_mesh() const { return *groups_; }
+  // Why the pipeline's messages take host staging where the rest takes NCCL; empty otherwise.
+  const std::string& pipeline_note() const { return pipeline_note_; }
   const TensorParallel<B>& tp() const { return tp_; }
   int chunks() const { return static_cast<int>(chunks_.size()); }
   Chunk& chunk(int c) { return *chunks_[c]; }
@@ -194,6 +197,7 @@ class Trainer {
   Mesh<> mesh_;
   TokenSource data_;
   std::unique_ptr<DeviceMesh<B>> groups_;
+  std::string pipeline_note_;
   TensorParallel<B> tp_;
   std::vector<LocalTie> ties_;
   std::vector<std::unique_ptr<Chunk>> chunks_;
@@ -212,11 +216,18 @@ Trainer<M, T, S, B>::Trainer(const Comm& world, M model, TrainOptions o, TokenSo
                                                std::to_string(data_.vocab() - 1) +
                                                ", at or above the model's vocabulary of " +
                                                std::to_string(model_.vocab()));
-  groups_ = std::make_unique<DeviceMesh<B>>(mesh_, B::attach(world));
-  tp_ = TensorParallel<B>(&mesh_.tp(), o_.sequence_parallel, groups_->tp());
   const std::vector<int> split = layer_split(model_, o_);
   const int p = o_.mesh.pp, v = o_.virtual_stages;
   const pp::ChunkMap map = o_.chunk_map();
+  const auto schedule = pp::make_schedule({o_.schedule, p, o_.microbatches, v});
+  // the device's path; the pipeline's too, unless its messages do not suit NCCL's
+  // point-to-point (pp/grouped_p2p.hpp), then staged through the host
+  const backend::CollectivePath path = B::attach(world);
+  if (path == backend::CollectivePath::nccl)
+    pipeline_note_ = pp::grouped_p2p_problem(schedule, map);
+  groups_ = std::make_unique<DeviceMesh<B>>(
+      mesh_, path, pipeline_note_.empty() ? path : backend::CollectivePath::host_staging);
+  tp_ = TensorParallel<B>(&mesh_.tp(), o_.sequence_parallel, groups_->tp());
   ties_ = locate_ties(model_, split, o_.mesh.tp, map, mesh_.stage());
   // The stages' model states are allocated here: a device too small for them is one Error on
   // every rank (the lowest failing rank's), not a hang. The only collective of the stores'
@@ -234,7 +245,6 @@ Trainer<M, T, S, B>::Trainer(const Comm& world, M model, TrainOptions o, TokenSo
              ", building its model states)";
   }
   agree(world, failed.empty(), failed);
-  const auto schedule = pp::make_schedule({o_.schedule, p, o_.microbatches, v});
   executor_ = std::make_unique<pp::Executor<T, B>>(
       groups_->pp(), schedule[mesh_.stage()], o_.microbatches, v, chunks_[0]->activation_size(),
       o_.verbose, map.placement);

@@ -7,15 +7,21 @@
 // between host and device does so through the backend's copies and collectives take the
 // host-staging path (backend/device_comm.hpp), as on a GPU that ranks share. What a GPU would
 // only reveal at run time, wrongly placed memory, shows up here in the CPU tests
-// (`--device emulated`).
+// (`--device emulated`). With TRIDENT_EMULATED_COLLECTIVES=nccl its collectives take the nccl
+// path instead, on NCCL's semantics emulated over MPI (mpi_nccl.hpp: untagged in-order
+// point-to-point, rendezvous sends, groups): what ranks on distinct GPUs run, on the CPU.
 #pragma once
 
 #include <cstddef>
 #include <cstring>
 #include <string>
 
+#include <cstdlib>
+
+#include "../../core/error.hpp"
 #include "../cpu/cpu.hpp"
 #include "guarded_memory.hpp"
+#include "mpi_nccl.hpp"
 
 namespace trident::backend {
 
@@ -25,9 +31,17 @@ struct Emulated {
   static constexpr bool kHostKernels = true;
   static constexpr int kColumnBlock = Cpu::kColumnBlock;
 
+  using Nccl = emulated::MpiNccl<Emulated>;
+
   // Every rank its own emulated device; collectives staged through the host, as on a GPU that
-  // ranks share.
-  static CollectivePath attach(const Comm&) { return CollectivePath::host_staging; }
+  // ranks share, or (TRIDENT_EMULATED_COLLECTIVES=nccl) on NCCL's semantics.
+  static CollectivePath attach(const Comm&) {
+    const char* env = std::getenv("TRIDENT_EMULATED_COLLECTIVES");
+    const std::string path = env ? env : "staging";
+    require(path == "staging" || path == "nccl",
+            "TRIDENT_EMULATED_COLLECTIVES: expected staging or nccl, got '" + path + "'");
+    return path == "nccl" ? CollectivePath::nccl : CollectivePath::host_staging;
+  }
   static std::string device_name() { return emulated::GuardedRegion::instance().name(); }
 
   template <class Body>
