@@ -7,8 +7,9 @@
 #
 # The app is the ```cpp block after the line "<!-- host app: ... -->", its CMakeLists.txt the
 # README's ```cmake block that calls find_package(trident). Built without warnings, it runs
-# under mpiexec -n 4 as TP 2 x DP 2 and on one rank as TP 1 x DP 1: the loss must fall, and both
-# runs must print the same losses (10 decimals; the two differ in summation order only).
+# under mpiexec -n 4 as TP 2 x DP 2, on one rank as TP 1 x DP 1, and under mpiexec -n 4 on the
+# emulated device (its backend a type parameter): the loss must fall, and the three runs must
+# print the same losses (10 decimals; they differ in summation order only).
 cmake_minimum_required(VERSION 3.20)
 
 foreach(var README TRIDENT_BINARY_DIR WORK_DIR MPIEXEC)
@@ -78,7 +79,10 @@ run("mpiexec -n 4" ${MPIEXEC} ${NUMPROC_FLAG} 4 ${program} 2 2)
 set(parallel "${output}")
 run("one rank" ${MPIEXEC} ${NUMPROC_FLAG} 1 ${program} 1 1)
 set(single "${output}")
-message(STATUS "TP 2 x DP 2 printed:\n${parallel}one rank printed:\n${single}")
+run("mpiexec -n 4, emulated device" ${MPIEXEC} ${NUMPROC_FLAG} 4 ${program} 2 2 emulated)
+set(emulated "${output}")
+message(STATUS "TP 2 x DP 2 printed:\n${parallel}one rank printed:\n${single}"
+               "the emulated device printed:\n${emulated}")
 string(REGEX MATCHALL "loss [0-9.]+" losses "${parallel}")
 list(LENGTH losses count)
 if(count LESS 2)
@@ -93,4 +97,7 @@ if(NOT last LESS first)
 endif()
 if(NOT parallel STREQUAL single)
   message(FATAL_ERROR "TP 2 x DP 2 and one rank printed different losses")
+endif()
+if(NOT parallel STREQUAL emulated)
+  message(FATAL_ERROR "the CPU and the emulated device printed different losses")
 endif()

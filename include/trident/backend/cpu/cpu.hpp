@@ -72,14 +72,16 @@ struct Cpu : trident::detail::HostMemory {
                      cview(B, trans_b ? N : K, trans_b ? K : N, ldb), trans_a, trans_b, beta);
   }
 
+  // (a null pointer with bytes: nothing; only reachable on paths the caller's flags exclude,
+  // e.g. SP's gathered buffer passed as null without SP)
   static void to_host(void* host, const void* device, std::size_t bytes) {
-    if (bytes) std::memcpy(host, device, bytes);
+    if (bytes && host && device) std::memcpy(host, device, bytes);
   }
   static void to_device(void* device, const void* host, std::size_t bytes) {
-    if (bytes) std::memcpy(device, host, bytes);
+    if (bytes && host && device) std::memcpy(device, host, bytes);
   }
   static void copy(void* to, const void* from, std::size_t bytes) {
-    if (bytes && to != from) std::memmove(to, from, bytes);
+    if (bytes && to && from && to != from) std::memmove(to, from, bytes);
   }
   static void synchronize() {}
 };
