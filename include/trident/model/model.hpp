@@ -2,8 +2,8 @@
 //
 // The training step (train/trainer.hpp: pipeline executor, ZeRO store and policy, sequence-
 // parallel gradient sums, tied-parameter sums, global-norm clipping, AdamW, mixed precision) is
-// generic over a Model type M; it knows a model only through the members below. GPT-2
-// (models/gpt2/) is one such model.
+// generic over a Model type M and a backend B (backend/cpu/cpu.hpp); it knows a model only
+// through the members below. GPT-2 (models/gpt2/) is one such model.
 //
 // Defining a model (a host app):
 //
@@ -20,8 +20,9 @@
 //     //     halves (its Stage then runs the halves StageSpec::halves names).
 //     int layers() const;
 //     pp::StageCosts stage_costs() const;  // pp/balance.hpp
-//     // (c) the per-stage object: forward and backward of one microbatch (below).
-//     template <class T, class S> using Stage = ...;
+//     // (c) the per-stage object: forward and backward of one microbatch (below), on any
+//     //     backend B the model supports (every pointer it is given is in B's memory).
+//     template <class T, class S, class B> using Stage = ...;
 //     // (d) tied parameters, declared: the trainer sums the copies' gradients and counts the
 //     //     tensor once (norm, checkpoint, collect). Empty when nothing is tied.
 //     std::vector<Tie> ties(int virtual_stages) const;  // e.g. {tie("wte", 0, stages - 1)}
@@ -33,11 +34,11 @@
 //                                         // store it and compare it on load)
 //   };
 //
-// M::Stage<T, S> is constructed once per virtual stage this rank holds as
-//     Stage(const M&, const TensorParallel&, const StageSpec&, int rows_per_microbatch,
-//           const Comm& dp, ZeroPolicy, Recompute)
+// M::Stage<T, S, B> is constructed once per virtual stage this rank holds as
+//     Stage(const M&, const TensorParallel<B>&, const StageSpec&, int rows_per_microbatch,
+//           const backend::DeviceComm<B>& dp, ZeroPolicy, Recompute)
 // owns the stage's UnitStore (zero/unit_store.hpp) built from M::units, and has
-//     UnitStore<T, S>& store();   const StageSpec& spec() const;
+//     UnitStore<T, S, B>& store();   const StageSpec& spec() const;
 //     std::size_t activation_size() const;  // elements handed to the next stage per microbatch
 //     double forward(int mb, const Microbatch&, const T* input, T* output, T scale);
 //         // input null on the first virtual stage, output null on the last; returns the
@@ -51,8 +52,8 @@
 //     double forward_only(const Microbatch&, const T* input, T* output, T scale);
 //         // as forward, keeping nothing for a backward
 //     void forward_logits(const Microbatch&, const T* input, T* output, int position, T* logits);
-//         // as forward_only; the last virtual stage writes the next-token logits (vocab) after
-//         // token `position` of row 0, the same on every TP rank
+//         // as forward_only; the last virtual stage writes the next-token logits (vocab, host
+//         // memory) after token `position` of row 0, the same on every TP rank
 // A decoder-only transformer need not write a Stage: model/decoder_stage.hpp is one, generic
 // over the model's Embedding, Block and Head (it keeps the per-microbatch stash, the unit
 // order, ZeRO's gather/prefetch/release and the launch of the DP gradient reduction, recomputation
