@@ -33,7 +33,8 @@ if(TRIDENT_WITH_CUDA)
   if(NOT TRIDENT_NCCL STREQUAL "OFF")
     set(nccl_hints ${TRIDENT_NCCL_ROOT} $ENV{NCCL_HOME} ${CUDAToolkit_LIBRARY_ROOT}
                    ${CUDAToolkit_LIBRARY_DIR}/..)
-    find_library(TRIDENT_NCCL_LIBRARY nccl HINTS ${nccl_hints} PATH_SUFFIXES lib lib64
+    # (NAMES: also a bare libnccl.so.2, as the nvidia-nccl Python wheel ships it)
+    find_library(TRIDENT_NCCL_LIBRARY NAMES nccl libnccl.so.2 HINTS ${nccl_hints} PATH_SUFFIXES lib lib64
                  ${CMAKE_LIBRARY_ARCHITECTURE})
     find_path(TRIDENT_NCCL_INCLUDE nccl.h HINTS ${nccl_hints} ${CUDAToolkit_INCLUDE_DIRS}
               PATH_SUFFIXES include)

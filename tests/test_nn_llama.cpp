@@ -20,7 +20,7 @@ constexpr double kGarbage = 1e6;  // what input gradients hold before a backward
 
 TEST_CASE("rmsnorm: forward against loops, backward (x, weight) against FD, B + W = fused") {
   std::mt19937 rng(11);
-  const int N = 6, C = 70;  // C over one column block (nn::kColumnBlock = 64)
+  const int N = 6, C = 70;  // C = 70: a partial last column block (B::column_width, whole 16s)
   const double eps = 1e-5;
   Vec x = random_vector(N * C, rng, -2, 3), weight = random_vector(C, rng);
   Vec out(N * C), rstd(N, kGarbage);

@@ -113,12 +113,14 @@ TEST_CASE("host staging on the emulated device: the results and counted bytes of
   CHECK(direct[0] == doctest::Approx(100.0 * p * (p - 1) / 2));
 }
 
-TEST_CASE("device comm: MPI cannot read device memory; NCCL needs a CUDA build with it") {
+TEST_CASE("device comm: MPI cannot read device memory; the CPU has no NCCL, the emulated one's") {
   CHECK_THROWS_WITH_AS(DeviceComm<Emulated>(test::world(), CollectivePath::mpi),
                        doctest::Contains("MPI cannot read emulated memory"), Error);
-  CHECK_THROWS_WITH_AS(DeviceComm<Emulated>(test::world(), CollectivePath::nccl),
+  CHECK_THROWS_WITH_AS(DeviceComm<Cpu>(test::world(), CollectivePath::nccl),
                        doctest::Contains("the nccl path needs the CUDA backend built with NCCL"),
                        Error);
+  // The emulated device's NCCL is NCCL's semantics over MPI (backend/emulated/mpi_nccl.hpp).
+  CHECK(DeviceComm<Emulated>(test::world(), CollectivePath::nccl).path() == CollectivePath::nccl);
   CHECK(DeviceComm<Cpu>::staged_path() == CollectivePath::mpi);
   CHECK(DeviceComm<Emulated>::staged_path() == CollectivePath::host_staging);
 }

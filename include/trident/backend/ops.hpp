@@ -81,11 +81,13 @@ struct ChunkSquares {
   std::size_t n;
   int K;
   TRIDENT_HOST_DEVICE void operator()(int c) const {
-    const std::size_t begin = std::size_t(c) * K, end = begin + K < n ? begin + K : n;
+    const std::size_t begin = std::size_t(c) * K;
+    const int len = int(begin + K < n ? K : n - begin);
+    const G* chunk = x + begin;  // an int loop from 0: contiguous SIMD loads, not gathers
     double sum = 0;
     TRIDENT_SIMD_SUM(sum)
-    for (std::size_t k = begin; k < end; ++k) {
-      const double v = widen(x[k]);
+    for (int k = 0; k < len; ++k) {
+      const double v = widen(chunk[k]);
       sum += v * v;
     }
     partial[c] = sum;

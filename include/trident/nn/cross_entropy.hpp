@@ -35,10 +35,11 @@ struct RowMax {
   const T* logits;
   int V_local, V_valid;
   TRIDENT_HOST_DEVICE void operator()(int i) const {
+    const int valid = V_valid;  // members in locals: see column_blocks.hpp
     const T* row = logits + std::ptrdiff_t(i) * V_local;
     T m = -std::numeric_limits<T>::infinity();
     TRIDENT_SIMD_MAX(m)
-    for (int v = 0; v < V_valid; ++v) m = backend::math::max(m, row[v]);
+    for (int v = 0; v < valid; ++v) m = backend::math::max(m, row[v]);
     row_max[i] = m;
   }
 };
@@ -59,14 +60,15 @@ struct ExpAndSum {
     const int local = targets[i] - vocab_begin;  // read before probs may overwrite logits
     target_logit[i] = (local >= 0 && local < V_valid) ? row[local] : T(0);
     const T m = row_max[i];
+    const int valid = V_valid, local_columns = V_local;
     T sum = 0;
     TRIDENT_SIMD_SUM(sum)
-    for (int v = 0; v < V_valid; ++v) {
+    for (int v = 0; v < valid; ++v) {
       const T e = backend::math::exp(row[v] - m);
       prow[v] = e;
       sum += e;
     }
-    for (int v = V_valid; v < V_local; ++v) prow[v] = T(0);
+    for (int v = valid; v < local_columns; ++v) prow[v] = T(0);
     sums[i] = sum;
   }
 };
@@ -83,8 +85,9 @@ struct NormalizeRows {
     losses[i] = backend::math::log(sums[i]) + row_max[i] - target_logit[i];
     T* prow = probs + std::ptrdiff_t(i) * V_local;
     const T inv = T(1) / sums[i];
+    const int valid = V_valid;
     TRIDENT_SIMD
-    for (int v = 0; v < V_valid; ++v) prow[v] *= inv;
+    for (int v = 0; v < valid; ++v) prow[v] *= inv;
   }
 };
 // dlogits = scale * (probs - onehot(target)) on this rank's columns, row i
@@ -96,11 +99,14 @@ struct Backward {
   T scale;
   int V_local, vocab_begin;
   TRIDENT_HOST_DEVICE void operator()(int i) const {
-    const std::ptrdiff_t row = std::ptrdiff_t(i) * V_local;
+    const int n = V_local;
+    const T s = scale;
+    T* d = dlogits + std::ptrdiff_t(i) * n;
+    const T* p = probs + std::ptrdiff_t(i) * n;
     TRIDENT_SIMD
-    for (int v = 0; v < V_local; ++v) dlogits[row + v] = scale * probs[row + v];
+    for (int v = 0; v < n; ++v) d[v] = s * p[v];
     const int local = targets[i] - vocab_begin;
-    if (local >= 0 && local < V_local) dlogits[row + local] -= scale;
+    if (local >= 0 && local < n) d[local] -= s;
   }
 };
 }  // namespace cross_entropy_detail

@@ -27,12 +27,17 @@ struct TokenForward {
   const T* wte;
   int C, vocab_begin, vocab_end;
   TRIDENT_HOST_DEVICE void operator()(int i) const {
-    T* row = out + std::ptrdiff_t(i) * C;
+    const int n = C;  // members in locals: see column_blocks.hpp
+    T* row = out + std::ptrdiff_t(i) * n;
     const std::int32_t t = tokens[i];
-    const bool mine = t >= vocab_begin && t < vocab_end;
-    const T* from = wte + std::ptrdiff_t(mine ? t - vocab_begin : 0) * C;
+    if (t < vocab_begin || t >= vocab_end) {
+      TRIDENT_SIMD
+      for (int c = 0; c < n; ++c) row[c] = T(0);
+      return;
+    }
+    const T* from = wte + std::ptrdiff_t(t - vocab_begin) * n;
     TRIDENT_SIMD
-    for (int c = 0; c < C; ++c) row[c] = mine ? from[c] : T(0);
+    for (int c = 0; c < n; ++c) row[c] = from[c];
   }
 };
 template <class T>
@@ -43,13 +48,14 @@ struct TokenBackward {
   int N, C, vocab_begin, vocab_end, width;
   TRIDENT_HOST_DEVICE void operator()(int block) const {
     const ColumnBlock b = column_block(block, width, C);
-    for (int i = 0; i < N; ++i) {
+    const int rows = N, cols = C, begin = b.begin, end = b.end, lo = vocab_begin, hi = vocab_end;
+    for (int i = 0; i < rows; ++i) {
       const std::int32_t t = tokens[i];
-      if (t < vocab_begin || t >= vocab_end) continue;
-      T* to = dwte + std::ptrdiff_t(t - vocab_begin) * C;
-      const T* from = dout + std::ptrdiff_t(i) * C;
+      if (t < lo || t >= hi) continue;
+      T* to = dwte + std::ptrdiff_t(t - lo) * cols;
+      const T* from = dout + std::ptrdiff_t(i) * cols;
       TRIDENT_SIMD
-      for (int c = b.begin; c < b.end; ++c) to[c] += from[c];
+      for (int c = begin; c < end; ++c) to[c] += from[c];
     }
   }
 };
@@ -59,10 +65,11 @@ struct PositionForward {
   const T* wpe;
   int batch, t_begin, C;
   TRIDENT_HOST_DEVICE void operator()(int i) const {
-    const T* w = wpe + std::ptrdiff_t(t_begin + i / batch) * C;
-    T* row = out + std::ptrdiff_t(i) * C;
+    const int n = C;
+    const T* w = wpe + std::ptrdiff_t(t_begin + i / batch) * n;
+    T* row = out + std::ptrdiff_t(i) * n;
     TRIDENT_SIMD
-    for (int c = 0; c < C; ++c) row[c] += w[c];
+    for (int c = 0; c < n; ++c) row[c] += w[c];
   }
 };
 // the batch rows of position s (contiguous in [s, b] order) summed into dwpe[t_begin + s]
@@ -72,11 +79,12 @@ struct PositionBackward {
   const T* dout;
   int batch, t_begin, C;
   TRIDENT_HOST_DEVICE void operator()(int s) const {
-    T* to = dwpe + std::ptrdiff_t(t_begin + s) * C;
-    for (int b = 0; b < batch; ++b) {
-      const T* from = dout + (std::ptrdiff_t(s) * batch + b) * C;
+    const int n = C, rows = batch;
+    T* to = dwpe + std::ptrdiff_t(t_begin + s) * n;
+    for (int b = 0; b < rows; ++b) {
+      const T* from = dout + (std::ptrdiff_t(s) * rows + b) * n;
       TRIDENT_SIMD
-      for (int c = 0; c < C; ++c) to[c] += from[c];
+      for (int c = 0; c < n; ++c) to[c] += from[c];
     }
   }
 };
@@ -93,9 +101,10 @@ void token_embedding_forward(T* out, const std::int32_t* tokens, const T* wte, i
 template <class Bk = backend::Cpu, class T>
 void token_embedding_backward(T* dwte, const T* dout, const std::int32_t* tokens, int N, int C,
                               int vocab_begin, int vocab_end) {
-  Bk::for_each(column_blocks<Bk>(C),
-               embedding_detail::TokenBackward<T>{dwte, dout, tokens, N, C, vocab_begin, vocab_end,
-                                                  Bk::kColumnBlock});
+  const int width = Bk::column_width(C);
+  Bk::for_each(
+      column_blocks(C, width),
+      embedding_detail::TokenBackward<T>{dwte, dout, tokens, N, C, vocab_begin, vocab_end, width});
 }
 
 // wpe: (max positions, C) -> out: (rows, C) += wpe[t_begin + i / batch] for row i

@@ -23,9 +23,11 @@ struct BiasRows {
   const T* bias;
   int O;
   TRIDENT_HOST_DEVICE void operator()(int i) const {
-    T* row = out + std::ptrdiff_t(i) * O;
+    const int n = O;  // members in locals: see column_blocks.hpp
+    const T* b = bias;
+    T* row = out + std::ptrdiff_t(i) * n;
     TRIDENT_SIMD
-    for (int o = 0; o < O; ++o) row[o] = bias[o];
+    for (int o = 0; o < n; ++o) row[o] = b[o];
   }
 };
 // out row i += bias: (O)
@@ -35,9 +37,11 @@ struct AddBiasRows {
   const T* bias;
   int O;
   TRIDENT_HOST_DEVICE void operator()(int i) const {
-    T* row = out + std::ptrdiff_t(i) * O;
+    const int n = O;
+    const T* b = bias;
+    T* row = out + std::ptrdiff_t(i) * n;
     TRIDENT_SIMD
-    for (int o = 0; o < O; ++o) row[o] += bias[o];
+    for (int o = 0; o < n; ++o) row[o] += b[o];
   }
 };
 // dbias[c] += sum over the N rows of dout[., c], for the columns of one block
@@ -48,10 +52,12 @@ struct BiasBackward {
   int N, O, width;
   TRIDENT_HOST_DEVICE void operator()(int block) const {
     const ColumnBlock b = column_block(block, width, O);
-    for (int i = 0; i < N; ++i) {
-      const T* row = dout + std::ptrdiff_t(i) * O;
+    const int rows = N, cols = O, begin = b.begin, end = b.end;
+    T* db = dbias;
+    for (int i = 0; i < rows; ++i) {
+      const T* row = dout + std::ptrdiff_t(i) * cols;
       TRIDENT_SIMD
-      for (int c = b.begin; c < b.end; ++c) dbias[c] += row[c];
+      for (int c = begin; c < end; ++c) db[c] += row[c];
     }
   }
 };
@@ -66,8 +72,8 @@ void add_bias(T* out, const T* bias, int N, int O) {
 // dout: (N, O) -> dbias: (O) += the column sums of dout, each column's rows in order.
 template <class Bk = backend::Cpu, class T>
 void bias_backward(T* dbias, const T* dout, int N, int O) {
-  Bk::for_each(column_blocks<Bk>(O),
-               linear_detail::BiasBackward<T>{dbias, dout, N, O, Bk::kColumnBlock});
+  const int width = Bk::column_width(O);
+  Bk::for_each(column_blocks(O, width), linear_detail::BiasBackward<T>{dbias, dout, N, O, width});
 }
 
 // x: (N, I), w: (I, O), bias: (O) or nullptr -> out: (N, O)

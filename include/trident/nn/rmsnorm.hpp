@@ -60,21 +60,23 @@ struct BackwardInput {
   const T* dresidual;
   int C;
   TRIDENT_HOST_DEVICE void operator()(int i) const {
-    const std::ptrdiff_t row = std::ptrdiff_t(i) * C;
+    const int n = C;  // members in locals: see column_blocks.hpp
+    const std::ptrdiff_t row = std::ptrdiff_t(i) * n;
     const T* dy = dout + row;
     const T* xi = x + row;
+    const T* w = weight;
     const T s = rstd[i];
     T gn_sum = 0;
     TRIDENT_SIMD_SUM(gn_sum)
-    for (int c = 0; c < C; ++c) gn_sum += dy[c] * weight[c] * (xi[c] * s);
-    const T gn_mean = gn_sum / T(C);
+    for (int c = 0; c < n; ++c) gn_sum += dy[c] * w[c] * (xi[c] * s);
+    const T gn_mean = gn_sum / T(n);
     T* d = dx + row;
-    const T* r = dresidual ? dresidual + row : nullptr;
     TRIDENT_SIMD
-    for (int c = 0; c < C; ++c) {
-      const T v = s * (dy[c] * weight[c] - xi[c] * s * gn_mean);
-      d[c] = r ? r[c] + v : v;
-    }
+    for (int c = 0; c < n; ++c) d[c] = s * (dy[c] * w[c] - xi[c] * s * gn_mean);
+    if (!dresidual) return;  // a loop of its own: a conditional load would be a gather
+    const T* r = dresidual + row;
+    TRIDENT_SIMD
+    for (int c = 0; c < n; ++c) d[c] += r[c];
   }
 };
 // dweight[c] += sum_rows dout x rstd, for one block of columns
@@ -87,11 +89,15 @@ struct BackwardWeights {
   int N, C, width;
   TRIDENT_HOST_DEVICE void operator()(int block) const {
     const ColumnBlock b = column_block(block, width, C);
-    for (int i = 0; i < N; ++i) {
-      const std::ptrdiff_t row = std::ptrdiff_t(i) * C;
+    const int rows = N, cols = C, begin = b.begin, end = b.end;
+    T* dw = dweight;
+    for (int i = 0; i < rows; ++i) {
+      const std::ptrdiff_t row = std::ptrdiff_t(i) * cols;
       const T s = rstd[i];
+      const T* dy = dout + row;
+      const T* xi = x + row;
       TRIDENT_SIMD
-      for (int c = b.begin; c < b.end; ++c) dweight[c] += dout[row + c] * (x[row + c] * s);
+      for (int c = begin; c < end; ++c) dw[c] += dy[c] * (xi[c] * s);
     }
   }
 };
@@ -126,8 +132,9 @@ void rmsnorm_backward(T* dx, T* dweight, const T* dout, const T* x, const T* wei
   if (computes_input(part))
     Bk::for_each(N, rmsnorm_detail::BackwardInput<T>{dx, dout, x, weight, rstd, dresidual, C});
   if (computes_weights(part))
-    Bk::for_each(column_blocks<Bk>(C), rmsnorm_detail::BackwardWeights<T>{dweight, dout, x, rstd, N,
-                                                                          C, Bk::kColumnBlock});
+    Bk::for_each(
+        column_blocks(C, Bk::column_width(C)),
+        rmsnorm_detail::BackwardWeights<T>{dweight, dout, x, rstd, N, C, Bk::column_width(C)});
 }
 
 }  // namespace trident::nn

@@ -56,15 +56,18 @@ struct Rotate {
   int batch, heads, width, D;
   T direction;
   TRIDENT_HOST_DEVICE void operator()(int k) const {
-    const int r = k / heads, h = k % heads, half = D / 2;
+    const int r = k / heads, h = k % heads, half = D / 2;  // locals: see column_blocks.hpp
+    const T dir = direction;
     const std::ptrdiff_t at = std::ptrdiff_t(r / batch) * half;  // position r / batch
+    const T* c = cos + at;
+    const T* s = sin + at;
     T* lo = x + std::ptrdiff_t(r) * width + std::ptrdiff_t(h) * D;
     T* hi = lo + half;
     TRIDENT_SIMD
     for (int i = 0; i < half; ++i) {
-      const T x0 = lo[i], x1 = hi[i], c = cos[at + i], s = direction * sin[at + i];
-      lo[i] = x0 * c - x1 * s;
-      hi[i] = x1 * c + x0 * s;
+      const T x0 = lo[i], x1 = hi[i], si = dir * s[i];
+      lo[i] = x0 * c[i] - x1 * si;
+      hi[i] = x1 * c[i] + x0 * si;
     }
   }
 };

@@ -7,7 +7,7 @@
 //   kHostMemory               whether host code may read and write its memory (MPI can)
 //   kHostKernels              whether its kernels are host code: then a layer may run a fused
 //                             CPU kernel of its own as one launch (host_kernel), e.g. attention
-//   kColumnBlock              columns per call of a column body (a sum over rows per column)
+//   column_width(C)           columns per call of a column body (a sum over rows per column)
 //   attach(world)             binds this rank to its device; the CollectivePath of the run
 //   device_name()             "cpu", "emulated device (...)", "cuda:0 (NVIDIA H200)"
 //   for_each(n, body)         body(i) for i in [0, n), in parallel: a kernel launch
@@ -22,6 +22,7 @@
 // (cuda/cuda.cuh) is an NVIDIA GPU.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <string>
@@ -36,27 +37,50 @@ namespace trident::backend {
 struct Cpu : trident::detail::HostMemory {
   static constexpr const char* kName = "cpu";
   static constexpr bool kHostKernels = true;
-  static constexpr int kColumnBlock = 64;  // a few cache lines of a row per call
+  // A column body's columns: one block per thread, whole SIMD chunks of 16, so that each
+  // thread walks the rows once (several narrow blocks per thread would walk them again each).
+  static int column_width(int C) {
+    int threads = 1;
+#ifdef _OPENMP
+    threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+#endif
+    const int w = (C + threads - 1) / threads;
+    return std::max(16, (w + 15) / 16 * 16);
+  }
 
-  static CollectivePath attach(const Comm&) { return CollectivePath::mpi; }
-  static std::string device_name() { return "cpu"; }
+  static CollectivePath attach(const Comm&) {
+    return CollectivePath::mpi;
+  }
+  static std::string device_name() {
+    return "cpu";
+  }
 
   template <class Body>
   static void for_each(int n, const Body& body) {
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < n; ++i) body(i);
   }
+  // (SIMD loops over a body: each thread's own copy, whose members are then locals; through a
+  // reference GCC 12 loads the body's rows by gathers: nn/column_blocks.hpp)
   template <class Body>
   static void elementwise(int n, const Body& body) {
-#pragma omp parallel for simd schedule(static)
-    for (int i = 0; i < n; ++i) body(i);
+#pragma omp parallel
+    {
+      const Body b = body;
+#pragma omp for simd schedule(static)
+      for (int i = 0; i < n; ++i) b(i);
+    }
   }
   template <class Body>
   static void grid(int rows, int cols, const Body& body) {
-#pragma omp parallel for schedule(static)
-    for (int i = 0; i < rows; ++i) {
+#pragma omp parallel
+    {
+      const Body b = body;
+#pragma omp for schedule(static)
+      for (int i = 0; i < rows; ++i) {
 #pragma omp simd
-      for (int j = 0; j < cols; ++j) body(i, j);
+        for (int j = 0; j < cols; ++j) b(i, j);
+      }
     }
   }
   template <class F>

@@ -33,7 +33,7 @@ struct Cuda {
   static constexpr const char* kName = "cuda";
   static constexpr bool kHostMemory = false;
   static constexpr bool kHostKernels = false;
-  static constexpr int kColumnBlock = 1;  // one column per thread
+  static int column_width(int) { return 1; }  // one column per thread
 #if defined(TRIDENT_WITH_NCCL)
   using Nccl = cuda::NcclComm;
   static constexpr bool kNccl = true;
@@ -72,30 +72,31 @@ struct Cuda {
     cuda::gemm<T>(trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
   }
 
-  static void* allocate(std::size_t bytes) { return cuda::device_allocator().take(bytes); }
-  static void release(void* p, std::size_t bytes) { cuda::device_allocator().give(p, bytes); }
+  static void* allocate(std::size_t bytes) {
+    return cuda::device_allocator().take(bytes);
+  }
+  static void release(void* p, std::size_t bytes) {
+    cuda::device_allocator().give(p, bytes);
+  }
   static void zero(void* p, std::size_t bytes) {
     if (bytes) cuda::check_cuda(cudaMemsetAsync(p, 0, bytes, cuda::stream()), "cudaMemsetAsync");
   }
   static void to_host(void* host, const void* device, std::size_t bytes) {
     if (!bytes) return;
-    cuda::check_cuda(
-        cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, cuda::stream()),
-        "cudaMemcpyAsync");
+    cuda::check_cuda(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, cuda::stream()),
+                     "cudaMemcpyAsync");
     synchronize();
   }
   static void to_device(void* device, const void* host, std::size_t bytes) {
     if (!bytes) return;
-    cuda::check_cuda(
-        cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, cuda::stream()),
-        "cudaMemcpyAsync");
+    cuda::check_cuda(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, cuda::stream()),
+                     "cudaMemcpyAsync");
     synchronize();  // the host buffer may go at once
   }
   static void copy(void* to, const void* from, std::size_t bytes) {
     if (!bytes || to == from) return;
-    cuda::check_cuda(
-        cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, cuda::stream()),
-        "cudaMemcpyAsync");
+    cuda::check_cuda(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, cuda::stream()),
+                     "cudaMemcpyAsync");
   }
   static void synchronize() {
     cuda::check_cuda(cudaStreamSynchronize(cuda::stream()), "cudaStreamSynchronize");

@@ -29,7 +29,7 @@ struct Emulated {
   static constexpr const char* kName = "emulated";
   static constexpr bool kHostMemory = false;
   static constexpr bool kHostKernels = true;
-  static constexpr int kColumnBlock = Cpu::kColumnBlock;
+  static int column_width(int C) { return Cpu::column_width(C); }
 
   using Nccl = emulated::MpiNccl<Emulated>;
 
