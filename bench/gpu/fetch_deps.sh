@@ -6,12 +6,14 @@
 # files; unpacked they are ~61 MB, libmpich alone 40): bench/gpu/run.sh unpacks it and builds
 # against it. Nothing is installed.
 #   sh bench/gpu/fetch_deps.sh          -> .gpu-deps/deps.tar.gz (~20 MB; of root/usr/...)
+#   sh bench/gpu/fetch_deps.sh --list   the packages' names
 set -eu
 cd "$(dirname "$0")/../.."
 deps=.gpu-deps
 packages="mpich libslurm38 libmpich-dev libmpich12 libhwloc15 libudev1 libucx0 libibverbs1 librdmacm1 libnuma1
-  libnl-3-200 libnl-route-3-200 libgfortran5 libquadmath0 libeigen3-dev doctest-dev libcli11-dev
+  libnl-3-200 libnl-route-3-200 libeigen3-dev doctest-dev libcli11-dev
   nlohmann-json3-dev"
+if [ "${1:-}" = --list ]; then echo $packages; exit 0; fi  # for bench/gpu/check_deps.sh
 rm -rf "$deps"
 mkdir -p "$deps/debs" "$deps/root"
 # shellcheck disable=SC2086

@@ -37,6 +37,14 @@
 #define TRIDENT_SIMD_MAX(v) TRIDENT_PRAGMA(omp simd reduction(max : v))
 #endif
 
+namespace trident::backend {
+// The element index and count of an elementwise launch: 64-bit, since a flat buffer passes
+// 2^31 elements (the flat parameters, gradients and moments of a model past 2B parameters; a
+// (B*T, V) logits matrix from ~42 sequences of 1024 tokens at GPT-2's vocabulary). Row and
+// column-block launches count rows in int; their bodies offset rows in std::ptrdiff_t.
+using Index = std::int64_t;
+}  // namespace trident::backend
+
 namespace trident::backend::math {
 
 namespace detail {

@@ -53,14 +53,14 @@ template <class To, class From>
 struct Convert {
   To* out;
   const From* in;
-  TRIDENT_HOST_DEVICE void operator()(int i) const { out[i] = narrow<To>(widen(in[i])); }
+  TRIDENT_HOST_DEVICE void operator()(Index i) const { out[i] = narrow<To>(widen(in[i])); }
 };
 // acc = S(widen(acc) + widen(add)): a gradient accumulated in its storage type
 template <class S, class T>
 struct Accumulate {
   S* acc;
   const T* add;
-  TRIDENT_HOST_DEVICE void operator()(int i) const {
+  TRIDENT_HOST_DEVICE void operator()(Index i) const {
     acc[i] = narrow<S>(widen(acc[i]) + widen(add[i]));
   }
 };
@@ -69,7 +69,7 @@ template <class S>
 struct SumBoth {
   S* a;
   S* b;
-  TRIDENT_HOST_DEVICE void operator()(int i) const {
+  TRIDENT_HOST_DEVICE void operator()(Index i) const {
     a[i] = b[i] = narrow<S>(widen(a[i]) + widen(b[i]));
   }
 };
@@ -101,19 +101,19 @@ void convert(To* out, const From* in, std::size_t n) {
   if constexpr (std::is_same_v<To, From>)
     B::copy(out, in, n * sizeof(To));
   else
-    B::elementwise(int(n), ops_detail::Convert<To, From>{out, in});
+    B::elementwise(Index(n), ops_detail::Convert<To, From>{out, in});
 }
 
 // acc: (n) += add: (n), in the storage type S of acc.
 template <class B, class S, class T>
 void accumulate(S* acc, const T* add, std::size_t n) {
-  B::elementwise(int(n), ops_detail::Accumulate<S, T>{acc, add});
+  B::elementwise(Index(n), ops_detail::Accumulate<S, T>{acc, add});
 }
 
 // a, b: (n) both <- a + b.
 template <class B, class S>
 void sum_both(S* a, S* b, std::size_t n) {
-  B::elementwise(int(n), ops_detail::SumBoth<S>{a, b});
+  B::elementwise(Index(n), ops_detail::SumBoth<S>{a, b});
 }
 
 // Sums of squares, in double, of ranges of B's memory (the gradient norm's pieces): each range

@@ -25,7 +25,7 @@ template <class T>
 struct Forward {
   T* out;
   const T* x;
-  TRIDENT_HOST_DEVICE void operator()(int i) const {
+  TRIDENT_HOST_DEVICE void operator()(backend::Index i) const {
     using G = Terms<T>;
     const T v = x[i];
     out[i] = v * backend::math::sigmoid(T(2) * G::kSqrt2OverPi * (v + G::kCubic * v * v * v));
@@ -37,7 +37,7 @@ struct Backward {
   T* dx;
   const T* dout;
   const T* x;
-  TRIDENT_HOST_DEVICE void operator()(int i) const {
+  TRIDENT_HOST_DEVICE void operator()(backend::Index i) const {
     using G = Terms<T>;
     const T v = x[i];
     const T s = backend::math::sigmoid(T(2) * G::kSqrt2OverPi * (v + G::kCubic * v * v * v));
@@ -50,13 +50,13 @@ struct Backward {
 // x: (n) -> out: (n)
 template <class Bk = backend::Cpu, class T>
 void gelu_forward(T* out, const T* x, std::size_t n) {
-  Bk::elementwise(int(n), gelu_detail::Forward<T>{out, x});
+  Bk::elementwise(backend::Index(n), gelu_detail::Forward<T>{out, x});
 }
 
 // dout, x: (n) -> dx: (n) = dout * GELU'(x), overwritten; dx may alias dout.
 template <class Bk = backend::Cpu, class T>
 void gelu_backward(T* dx, const T* dout, const T* x, std::size_t n) {
-  Bk::elementwise(int(n), gelu_detail::Backward<T>{dx, dout, x});
+  Bk::elementwise(backend::Index(n), gelu_detail::Backward<T>{dx, dout, x});
 }
 
 }  // namespace trident::nn

@@ -39,7 +39,7 @@ struct Update {
   M* m;
   M* v;
   M beta1, beta2, eps, scale, step_size, inv_sqrt_bc2, shrink;
-  TRIDENT_HOST_DEVICE void operator()(int k) const {
+  TRIDENT_HOST_DEVICE void operator()(backend::Index k) const {
     using backend::ops_detail::narrow;
     using backend::ops_detail::widen;
     const M g = M(widen(grad[k])) * scale;
@@ -97,7 +97,7 @@ struct AdamW {
                                              M(lr / (1.0 - std::pow(beta1, t))),
                                              M(1.0 / std::sqrt(1.0 - std::pow(beta2, t))),
                                              M(decay ? 1.0 - lr * weight_decay : 1.0)};
-    Bk::elementwise(int(n), body);
+    Bk::elementwise(backend::Index(n), body);
   }
 };
 

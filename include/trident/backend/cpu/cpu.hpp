@@ -11,8 +11,10 @@
 //   attach(world)             binds this rank to its device; the CollectivePath of the run
 //   device_name()             "cpu", "emulated device (...)", "cuda:0 (NVIDIA H200)"
 //   for_each(n, body)         body(i) for i in [0, n), in parallel: a kernel launch
-//   elementwise(n, body)      the same for independent elements (a SIMD loop on the CPU)
-//   grid(rows, cols, body)    body(i, j) for the elements of a matrix (SIMD along a row)
+//   elementwise(n, body)      the same for independent elements (a SIMD loop on the CPU);
+//                             n and i are Index (64-bit: host_device.hpp)
+//   grid(rows, cols, body)    body(i, j) for the elements of a matrix (SIMD along a row;
+//                             rows * cols may pass 2^31)
 //   host_kernel(f)            f() as one launch (kHostKernels backends only)
 //   gemm(...)                 C = op(A) op(B) + beta C, row-major strided (backend::gemm)
 //   allocate / release / zero memory, counted by DeviceBuffer (core/memory.hpp)
@@ -29,6 +31,7 @@
 
 #include "../../core/memory.hpp"
 #include "../collective_path.hpp"
+#include "../host_device.hpp"
 #include "gemm.hpp"
 
 namespace trident::backend {
@@ -63,12 +66,12 @@ struct Cpu : trident::detail::HostMemory {
   // (SIMD loops over a body: each thread's own copy, whose members are then locals; through a
   // reference GCC 12 loads the body's rows by gathers: nn/column_blocks.hpp)
   template <class Body>
-  static void elementwise(int n, const Body& body) {
+  static void elementwise(Index n, const Body& body) {
 #pragma omp parallel
     {
       const Body b = body;
 #pragma omp for simd schedule(static)
-      for (int i = 0; i < n; ++i) b(i);
+      for (Index i = 0; i < n; ++i) b(i);
     }
   }
   template <class Body>

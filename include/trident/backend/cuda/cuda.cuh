@@ -56,10 +56,10 @@ struct Cuda {
 
   template <class Body>
   static void for_each(int n, const Body& body) {
-    cuda::for_each(n, body);
+    cuda::for_each(Index(n), body);
   }
   template <class Body>
-  static void elementwise(int n, const Body& body) {
+  static void elementwise(Index n, const Body& body) {
     cuda::for_each(n, body);
   }
   template <class Body>

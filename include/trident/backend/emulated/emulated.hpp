@@ -50,7 +50,7 @@ struct Emulated {
     Cpu::for_each(n, body);
   }
   template <class Body>
-  static void elementwise(int n, const Body& body) {
+  static void elementwise(Index n, const Body& body) {
     emulated::Launch launch;
     Cpu::elementwise(n, body);
   }
