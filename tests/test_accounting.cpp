@@ -258,3 +258,20 @@ TEST_CASE("run report: the bubble of all ranks and of the busiest rank") {
     if (p == 2) CHECK(r.busiest_idle > 0);  // the last stage waits for the first forward
   }
 }
+
+TEST_CASE("the buffer cache makes room with the smallest block that suffices, not the largest") {
+  // A step's small temporaries of new sizes must not cost it its largest activation: with the
+  // cache at its bound, a 32 KiB block of a new size frees a cached block of >= 32 KiB, and the
+  // large block stays cached (freeing the largest first, it would be faulted in again).
+  const std::size_t KiB = 1024, X = peak_live_buffer_bytes() + 16 * 1024 * KiB;  // the largest
+  {
+    Buffer<char> large(MemoryKind::buffers, X, Fill::none);
+    Buffer<char> small(MemoryKind::buffers, 64 * KiB, Fill::none);
+  }
+  REQUIRE(cached_buffer_bytes() >= X + 64 * KiB);
+  Buffer<char> temporary(MemoryKind::buffers, 32 * KiB, Fill::none);
+  CHECK(cached_buffer_bytes() >= X);
+  const std::size_t cached = cached_buffer_bytes();
+  Buffer<char> again(MemoryKind::buffers, X, Fill::none);  // from the cache
+  CHECK(cached_buffer_bytes() == cached - X);
+}

@@ -19,7 +19,8 @@ list(APPEND trident_cuda_test_targets test_cuda_model_gpu)
 
 # The training programs on a GPU (label gpu; compiled by nvcc: examples/CMakeLists.txt): the
 # same per-step losses in double as the single-process CPU run, within 1e-10 — GPT-2 on one
-# rank, GPT-2 at TP2 with two ranks sharing the GPU (host staging), Llama on one rank.
+# rank; at TP2, PP2 1F1B, DP2 ZeRO-3, TP2-PP2 and PP2 ZB-V x DP2 ZeRO-3 with the ranks sharing
+# the GPU (host staging); Llama on one rank.
 if(TRIDENT_BUILD_EXAMPLES)
   list(APPEND trident_cuda_test_targets train_gpt train_llama compare_losses)
   # trident_gpu_same_losses(name PROGRAM p RANKS n ARGS gpu-run flags...)
@@ -44,6 +45,10 @@ if(TRIDENT_BUILD_EXAMPLES)
   endfunction()
   trident_gpu_same_losses(gpt2 PROGRAM train_gpt RANKS 1)
   trident_gpu_same_losses(gpt2_tp2_shared_gpu PROGRAM train_gpt RANKS 2 ARGS --tp 2)
+  trident_gpu_same_losses(gpt2_pp2_1f1b PROGRAM train_gpt RANKS 2 ARGS --pp 2 --schedule 1f1b
+                          --microbatches 4)
+  trident_gpu_same_losses(gpt2_dp2_zero3 PROGRAM train_gpt RANKS 2 ARGS --dp 2 --zero 3)
+  trident_gpu_same_losses(gpt2_tp2_pp2 PROGRAM train_gpt RANKS 4 ARGS --tp 2 --pp 2)
   trident_gpu_same_losses(gpt2_pp2_zbv_dp2_zero3 PROGRAM train_gpt RANKS 4 ARGS --pp 2 --dp 2
                           --zero 3 --schedule zbv --microbatches 2)
   trident_gpu_same_losses(llama PROGRAM train_llama RANKS 1 ARGS --kv-heads 2)

@@ -67,7 +67,9 @@ namespace detail {
 // again. MemoryStats counts live Buffers only (PyTorch's "allocated", not "reserved").
 // Bound: live plus cached bytes never exceed the high-water mark of live bytes. A block that
 // must come from the system (no cached block of its size) first makes room by freeing cached
-// blocks of other sizes, so the cache holds at most what the process has needed at once.
+// blocks of other sizes, so the cache holds at most what the process has needed at once: the
+// smallest block that makes room alone, else the largest and again (a small temporary then
+// costs a small block, not the step's largest activation, faulted in again next step).
 class BlockCache {
  public:
   static constexpr std::size_t kAlign = 64;  // a cache line, an AVX-512 vector
@@ -89,11 +91,12 @@ class BlockCache {
         return p;
       }
       peak_live_ = std::max(peak_live_, live_);
-      while (live_ + cached_ > peak_live_) {  // the largest cached blocks go first
-        const auto largest = std::prev(free_.end());
-        cached_ -= largest->first;
-        std::free(largest->second);
-        free_.erase(largest);
+      while (live_ + cached_ > peak_live_) {
+        auto it = free_.lower_bound(live_ + cached_ - peak_live_);  // alone enough room
+        if (it == free_.end()) it = std::prev(free_.end());
+        cached_ -= it->first;
+        std::free(it->second);
+        free_.erase(it);
       }
     }
     void* p = std::aligned_alloc(kAlign,
