@@ -17,8 +17,7 @@ using trident::backend::Cuda;
 using namespace trident;
 
 TEST_CASE("GPT-2 on the GPU, double: every loss and parameter within 1e-10 of the reference") {
-  test::check_parity<double, double, Cuda>(test::world(), test::small_options({1, 1, 1}), 3,
-                                           1e-10);
+  test::check_parity<double, double, Cuda>(test::world(), test::small_options({1, 1, 1}), 3, 1e-10);
 }
 
 TEST_CASE("GPT-2 on the GPU, float and bf16 storage: within their rounding of the reference") {
