@@ -28,6 +28,9 @@
 #include <cstddef>
 #include <cstring>
 #include <string>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "../../core/memory.hpp"
 #include "../collective_path.hpp"
