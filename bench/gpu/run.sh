@@ -31,6 +31,9 @@ lib=$deps/usr/lib/x86_64-linux-gnu
 export PATH=$deps/usr/bin:$PATH:/usr/local/cuda/bin
 export LD_LIBRARY_PATH=$lib:$deps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export UCX_MODULE_DIR=$lib/ucx  # MPICH's UCX loads its transports from there
+# Hydra on this machine only, by fork, whatever the hostname resolves to (a VM's may not).
+echo "localhost:64" > .gpu-deps/hosts
+export HYDRA_HOST_FILE=$PWD/.gpu-deps/hosts HYDRA_LAUNCHER=fork
 if [ -z "${NCCL_HOME:-}" ]; then
   for py in python3 /opt/torch/.venv/bin/python3; do
     dir=$("$py" -c 'import nvidia.nccl as n; print(list(n.__path__)[0])' 2> /dev/null) || continue
