@@ -42,8 +42,6 @@ struct NoNccl {
   template <class T>
   void broadcast(T*, std::size_t, int) {}
   template <class T>
-  void exchange(const T*, T*, std::size_t, int) {}
-  template <class T>
   void send(const T*, std::size_t, int) {}
   template <class T>
   void recv(T*, std::size_t, int) {}
@@ -202,8 +200,12 @@ class DeviceComm {
     if (path_ == CollectivePath::nccl) {
       if constexpr (kHasNccl<B>) {
         comm_->counted(CommOp::recv, n * sizeof(T), peer, [&](const Waiting&) {
-          comm_->counted(CommOp::send, n * sizeof(T), peer,
-                         [&](const Waiting&) { nccl_->exchange(mine, theirs, n, peer); });
+          comm_->counted(CommOp::send, n * sizeof(T), peer, [&](const Waiting&) {
+            nccl_->group_start();  // one group: neither blocks the other
+            nccl_->send(mine, n, peer);
+            nccl_->recv(theirs, n, peer);
+            nccl_->group_end();
+          });
         });
         return;
       }

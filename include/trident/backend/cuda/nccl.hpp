@@ -95,14 +95,6 @@ class NcclComm {
   void recv(T* data, std::size_t n, int peer) {
     check_nccl(ncclRecv(data, n, nccl_type<T>(), peer, comm_, stream()), "ncclRecv");
   }
-  // theirs <- peer's mine, mine -> peer, as one group.
-  template <class T>
-  void exchange(const T* mine, T* theirs, std::size_t n, int peer) {
-    group_start();
-    send(mine, n, peer);
-    recv(theirs, n, peer);
-    group_end();
-  }
   void group_start() { check_nccl(ncclGroupStart(), "ncclGroupStart"); }
   void group_end() { check_nccl(ncclGroupEnd(), "ncclGroupEnd"); }
 

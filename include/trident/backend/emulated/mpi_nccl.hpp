@@ -110,13 +110,6 @@ class MpiNccl {
         },
         [host, data, n] { Copy::to_device(data, host->data(), n * sizeof(T)); });
   }
-  template <class T>
-  void exchange(const T* mine, T* theirs, std::size_t n, int peer) {
-    group_start();
-    send(mine, n, peer);
-    recv(theirs, n, peer);
-    group_end();
-  }
 
  private:
   struct Posted {
