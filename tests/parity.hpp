@@ -71,7 +71,7 @@ void check_parity(const Comm& comm, const gpt2::Options& o, int steps, Tolerance
       // each element once in the whole-model norms: one TP rank for replicated tensors, one
       // DP replica, the first stage's copy of the tied embedding
       auto counted = [&](const LocalParam& lp) {
-        return trainer.mesh().coord().dp == 0 &&
+        return trainer.mesh().coord().dp == 0 && trainer.mesh().coord().cp == 0 &&
                !(lp.tp_replicated() && trainer.mesh().coord().tp != 0) && !trainer.tied_copy(c, u);
       };
       for (const LocalParam& lp : st.layout(u).params) {

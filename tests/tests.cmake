@@ -28,6 +28,16 @@ foreach(n 2 4 8)
   set_tests_properties(emulated_nccl.${n}ranks PROPERTIES TIMEOUT ${timeout} PROCESSORS ${n}
                        ENVIRONMENT "OMP_NUM_THREADS=1;TRIDENT_EMULATED_COLLECTIVES=nccl")
 endforeach()
+# Context parallelism (ring attention) with GPT-2 and Llama, on the CPU and the emulated device;
+# the emulated device's case again on NCCL's semantics (grouped, in-order ring shifts).
+trident_mpi_test(context_parallel RANKS 2 4 8 TIMEOUT 600 SOURCES test_context_parallel.cpp)
+add_test(NAME context_parallel_nccl.4ranks
+         COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 4
+                 $<TARGET_FILE:test_bundle_llama> --source-file=*/test_context_parallel.cpp
+                 "--test-case=*emulated device*")
+math(EXPR timeout "300 * ${TRIDENT_TEST_TIMEOUT_FACTOR}")
+set_tests_properties(context_parallel_nccl.4ranks PROPERTIES TIMEOUT ${timeout} PROCESSORS 4
+                     ENVIRONMENT "OMP_NUM_THREADS=1;TRIDENT_EMULATED_COLLECTIVES=nccl")
 # Llama's trainers come compiled (models/llama/llama.hpp, cmake/trident_programs.cmake).
 target_link_libraries(test_bundle_${trident_bundle_of_llama} PRIVATE trident_llama_instances)
 trident_mpi_test(parity_pp RANKS 2 4 8 TIMEOUT 600 SOURCES test_parity_pp.cpp)

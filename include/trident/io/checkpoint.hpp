@@ -81,7 +81,7 @@ void add_owned_pieces(Trainer<M, T, S, B>& t, io::SafetensorsWriter& w, nlohmann
   for (int c = 0; c < t.chunks(); ++c) {
     UnitStore<T, S, B>& st = t.chunk(c).store();
     for (int u = 0; u < st.size(); ++u) {
-      if (t.tied_copy(c, u) || (!st.policy().shards_optimizer() && me.dp)) continue;
+      if (t.tied_copy(c, u) || (!st.policy().shards_optimizer() && (me.dp || me.cp))) continue;
       const std::size_t begin = st.owned_begin(u), owned = st.owned_size(u);
       // this rank's owned elements, staged through the host (the store's memory is B's)
       const auto param = backend::host_copy<B>(st.owned_params(u), owned);

@@ -28,6 +28,8 @@ inline nlohmann::json run_json(const TrainOptions& o, const RunFlags& f, const s
                  {"tp", o.mesh.tp},
                  {"pp", o.mesh.pp},
                  {"dp", o.mesh.dp},
+                 {"cp", o.mesh.cp},
+                 {"cp_split", to_string(o.cp_split)},
                  {"zero", o.zero.stage},
                  {"overlap_grad_reduce", f.overlap},
                  {"sequence_parallel", o.sequence_parallel},
@@ -44,7 +46,8 @@ inline nlohmann::json run_json(const TrainOptions& o, const RunFlags& f, const s
                  {"busiest_rank_idle", report.busiest_idle},
                  {"formula", report.bubble_formula}};
   for (const RankFigures& r : report.ranks)
-    j["ranks"].push_back({{"coord", {r.tp, r.pp, r.dp}},
+    j["ranks"].push_back({{"coord", {r.tp, r.pp, r.dp, r.cp}},
+                          {"cp_wait_seconds_per_step", r.cp_wait},
                           {"memory_bytes",
                            {{"parameters", r.parameters},
                             {"gradients", r.gradients},
@@ -59,12 +62,14 @@ inline nlohmann::json run_json(const TrainOptions& o, const RunFlags& f, const s
                            {{"tp", r.traffic.tp},
                             {"pp", r.traffic.pp},
                             {"dp", r.traffic.dp},
-                            {"emb", r.traffic.emb}}},
+                            {"emb", r.traffic.emb},
+                            {"cp", r.traffic.cp}}},
                           {"traffic_formula_bytes_per_step",
                            {{"tp", r.formula.tp},
                             {"pp", r.formula.pp},
                             {"dp", r.formula.dp},
-                            {"emb", r.formula.emb}}}});
+                            {"emb", r.formula.emb},
+                            {"cp", r.formula.cp}}}});
   return j;
 }
 

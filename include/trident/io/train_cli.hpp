@@ -30,7 +30,7 @@ struct RunFlags {
   std::string device = "cpu", dtype = "float", precision = "fp32", data = default_corpus(),
               schedule = "1f1b";
   std::string recompute = "none", grad_reduce = "microbatch", overlap = "auto", pp_layers = "auto",
-              json;
+              json, cp_split = "zigzag";
   cli::Option* microbatches = nullptr;    // given or not (default 2 x PP)
   cli::Option* virtual_stages = nullptr;  // given or not (default 1; zbv: 2)
 };
@@ -60,12 +60,20 @@ inline std::vector<double> parse_pp_layers(const std::string& text) {
 }
 
 namespace detail {
-// --tp --sequence-parallel --pp --schedule --microbatches --virtual-stages --pp-layers
-// --recompute --verbose --dp
+// --tp --sequence-parallel --cp --cp-split --pp --schedule --microbatches --virtual-stages
+// --pp-layers --recompute --verbose --dp
 inline void add_mesh_options(cli::App& app, TrainOptions& o, RunFlags& f) {
   app.add_option("--tp", o.mesh.tp, "tensor-parallel size")->capture_default_str();
   app.add_flag("--sequence-parallel", o.sequence_parallel,
                "sequence parallelism (Korthikanti et al.)");
+  app.add_option("--cp", o.mesh.cp,
+                 "context-parallel size: ranks sharing each sequence's tokens (ring attention)")
+      ->capture_default_str();
+  app.add_option("--cp-split", f.cp_split,
+                 "how CP ranks share a sequence: zigzag (chunks i and 2cp-1-i, balanced under "
+                 "the causal mask) or contiguous")
+      ->check(cli::IsMember({"zigzag", "contiguous"}))
+      ->capture_default_str();
   app.add_option("--pp", o.mesh.pp, "pipeline-parallel size")->capture_default_str();
   app.add_option("--schedule", f.schedule, "pipeline schedule")
       ->check(cli::IsMember({"gpipe", "1f1b", "interleaved", "zb-h1", "zbv"}))
@@ -161,6 +169,7 @@ inline void apply_run_options(const Comm& world, TrainOptions& o, const RunFlags
     o.virtual_stages = 2;  // ZB-V's V: 2 chunks per rank
   o.pp_layers = parse_pp_layers(f.pp_layers);
   o.recompute = parse_recompute(f.recompute);
+  o.cp_split = cp_split_from_string(f.cp_split);
   o.zero.reduce = f.grad_reduce == "step" ? GradReduce::per_step : GradReduce::per_microbatch;
   o.zero.overlap = f.overlap == "on"    ? GradOverlap::overlapped
                    : f.overlap == "off" ? GradOverlap::at_end

@@ -1,9 +1,14 @@
-// trident/mesh/mesh.hpp: Mesh<TP,PP,DP>, one world of ranks seen as a 3D grid of groups.
+// trident/mesh/mesh.hpp: Mesh<TP,PP,DP>, one world of ranks seen as a grid of groups: tensor,
+// context, data and pipeline parallel (ARCHITECTURE §3).
 //
-// Rank order (Megatron-LM's): TP fastest, then DP, then PP:
-//     rank = tp + TP * (dp + DP * pp)
-// so a tensor-parallel group is TP neighbouring ranks, which fit inside one node, and pipeline
-// stages are the slowest axis, the one that crosses nodes. For TP2-PP2-DP2:
+// Rank order (Megatron-LM's): TP fastest, then CP, then DP, then PP:
+//     rank = tp + TP * (cp + CP * (dp + DP * pp))
+// so a tensor-parallel group is TP neighbouring ranks, which fit inside one node, the context-
+// parallel ring (cp/context_parallel.hpp) comes next, and pipeline stages are the slowest axis,
+// the one that crosses nodes. Context-parallel ranks hold the same parameters and different
+// tokens of the same sequences: their gradients are summed with the data-parallel replicas',
+// over dp_cp() (Megatron-Core's data-parallel-with-context group), which is also the group ZeRO
+// shards over. With CP = 1 (the default) dp_cp() is dp(). For TP2-PP2-DP2:
 //
 //     rank  tp pp dp     tp group  pp group  dp group
 //       0    0  0  0      {0,1}     {0,4}     {0,2}
@@ -26,17 +31,20 @@
 
 namespace trident {
 
+// Fields in the order of the original Mesh<TP,PP,DP>: MeshShape{tp, pp, dp} still reads so.
 struct MeshShape {
   int tp = 1;
   int pp = 1;
   int dp = 1;
-  int product() const { return tp * pp * dp; }
+  int cp = 1;  // context parallel: ranks that split every sequence's tokens
+  int product() const { return tp * pp * dp * cp; }
 };
 
 struct MeshCoord {
   int tp = 0;
   int pp = 0;
   int dp = 0;
+  int cp = 0;
 };
 
 inline constexpr int kDynamic = 0;
@@ -53,24 +61,28 @@ class Mesh<kDynamic, kDynamic, kDynamic> {
   Mesh(const Comm& world, MeshShape shape) : shape_(shape) {
     validate(shape, world.size());
     world_ = world.borrowed();
-    const int r = world.rank();
-    coord_ = {r % shape.tp, r / (shape.tp * shape.dp), (r / shape.tp) % shape.dp};
-    const auto [t, p, d] = coord_;
-    // color = the coordinates that stay fixed; key = the coordinate that varies
-    tp_ = world.split(p * shape.dp + d, t, "tp");
-    pp_ = world.split(d * shape.tp + t, p, "pp");
-    dp_ = world.split(p * shape.tp + t, d, "dp");
-    mp_ = world.split(d, p * shape.tp + t, "mp");  // tensor x pipeline: a model replica
+    const int r = world.rank(), T = shape.tp, C = shape.cp, D = shape.dp;
+    coord_ = {r % T, r / (T * C * D), (r / (T * C)) % D, (r / T) % C};
+    const auto [t, p, d, c] = coord_;
+    // color = the coordinates that stay fixed; key = the coordinates that vary
+    tp_ = world.split((p * D + d) * C + c, t, "tp");
+    cp_ = world.split((p * D + d) * T + t, c, "cp");
+    pp_ = world.split((d * C + c) * T + t, p, "pp");
+    dp_ = world.split((p * C + c) * T + t, d, "dp");
+    dp_cp_ = C == 1 ? dp_.borrowed() : world.split(p * T + t, d * C + c, "dp_cp");
+    mp_ = world.split(d * C + c, p * T + t, "mp");  // tensor x pipeline: a model replica
     const bool tied = shape.pp > 1 && (p == 0 || p == shape.pp - 1);
-    embedding_ = world.split(tied ? d * shape.tp + t : Comm::kUndefined, p, "emb");
+    embedding_ = world.split(tied ? (d * C + c) * T + t : Comm::kUndefined, p, "emb");
   }
 
   static void validate(MeshShape s, int world_size) {
-    if (s.tp < 1 || s.pp < 1 || s.dp < 1)
+    const std::string cp = s.cp != 1 ? " x CP=" + std::to_string(s.cp) : "";
+    if (s.tp < 1 || s.pp < 1 || s.dp < 1 || s.cp < 1)
       fail("mesh sizes must be at least 1, got TP=" + std::to_string(s.tp) +
-           " PP=" + std::to_string(s.pp) + " DP=" + std::to_string(s.dp));
+           " PP=" + std::to_string(s.pp) + " DP=" + std::to_string(s.dp) +
+           " CP=" + std::to_string(s.cp));
     if (s.product() != world_size)
-      fail("mesh TP=" + std::to_string(s.tp) + " x PP=" + std::to_string(s.pp) +
+      fail("mesh TP=" + std::to_string(s.tp) + cp + " x PP=" + std::to_string(s.pp) +
            " x DP=" + std::to_string(s.dp) + " = " + std::to_string(s.product()) +
            " ranks, but the world has " + std::to_string(world_size) + " ranks");
   }
@@ -79,14 +91,20 @@ class Mesh<kDynamic, kDynamic, kDynamic> {
   const MeshCoord& coord() const { return coord_; }
   int rank() const { return world_.rank(); }
   int size() const { return world_.size(); }
-  int rank_of(MeshCoord c) const { return c.tp + shape_.tp * (c.dp + shape_.dp * c.pp); }
+  int rank_of(MeshCoord c) const {
+    return c.tp + shape_.tp * (c.cp + shape_.cp * (c.dp + shape_.dp * c.pp));
+  }
 
   const Comm& world() const { return world_; }
-  const Comm& tp() const { return tp_; }  // same (pp, dp): tensor-parallel group
-  const Comm& pp() const { return pp_; }  // same (tp, dp): one pipeline; rank = stage
-  const Comm& dp() const { return dp_; }  // same (tp, pp): data-parallel replicas of a shard
-  const Comm& mp() const { return mp_; }  // same dp: one whole model replica (tp x pp)
-  // First and last pipeline stage with the same (tp, dp), which both hold the tied word
+  const Comm& tp() const { return tp_; }  // same (cp, pp, dp): tensor-parallel group
+  const Comm& cp() const { return cp_; }  // same (tp, pp, dp): the context-parallel ring
+  const Comm& pp() const { return pp_; }  // same (tp, cp, dp): one pipeline; rank = stage
+  const Comm& dp() const { return dp_; }  // same (tp, cp, pp): data-parallel replicas
+  // same (tp, pp): every rank holding this rank's parameter shard; rank = cp + CP * dp. The
+  // gradient reduction and ZeRO's sharding run over it.
+  const Comm& dp_cp() const { return dp_cp_; }
+  const Comm& mp() const { return mp_; }  // same (dp, cp): one whole model replica (tp x pp)
+  // First and last pipeline stage with the same (tp, cp, dp), which both hold the tied word
   // embedding; a null Comm on the other stages and when PP = 1.
   const Comm& embedding() const { return embedding_; }
 
@@ -97,16 +115,18 @@ class Mesh<kDynamic, kDynamic, kDynamic> {
   int prev_stage() const { return is_first_stage() ? -1 : coord_.pp - 1; }
   int next_stage() const { return is_last_stage() ? -1 : coord_.pp + 1; }
 
-  // "TP(2)-PP(2)-DP(2)-Rank(5)", as picotron prints its process groups.
+  // "TP(2)-PP(2)-DP(2)-Rank(5)", as picotron prints its process groups ("-CP(2)" after TP
+  // when CP > 1).
   std::string to_string() const {
-    return "TP(" + std::to_string(shape_.tp) + ")-PP(" + std::to_string(shape_.pp) + ")-DP(" +
-           std::to_string(shape_.dp) + ")-Rank(" + std::to_string(rank()) + ")";
+    const std::string cp = shape_.cp > 1 ? "-CP(" + std::to_string(shape_.cp) + ")" : "";
+    return "TP(" + std::to_string(shape_.tp) + ")" + cp + "-PP(" + std::to_string(shape_.pp) +
+           ")-DP(" + std::to_string(shape_.dp) + ")-Rank(" + std::to_string(rank()) + ")";
   }
 
  private:
   MeshShape shape_;
   MeshCoord coord_;
-  Comm world_, tp_, pp_, dp_, mp_, embedding_;
+  Comm world_, tp_, cp_, pp_, dp_, dp_cp_, mp_, embedding_;
 };
 
 // Compile-time sizes: Mesh<2,2,2> mesh(world).

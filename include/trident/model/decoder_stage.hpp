@@ -114,6 +114,9 @@ class DecoderStage {
   const StageSpec& spec() const { return spec_; }
   // Elements of the activation passed between pipeline stages.
   std::size_t activation_size() const { return block_.activation_size(); }
+  // Elements of one block of keys and values that ring attention passes (cp/): the Block's,
+  // for a model with kContextParallel.
+  std::size_t ring_block_size() const { return block_.ring_block_size(); }
 
   // input from the previous stage (ignored on the first, which embeds data.inputs); output for
   // the next stage (ignored on the last); both in B's memory. Returns this microbatch's loss

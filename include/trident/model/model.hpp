@@ -32,6 +32,10 @@
 //     void validate(const ModelRun& run) const;  // dims vs TP etc.: throws trident::Error
 //     ModelDescription describe() const;  // the architecture as named integers (checkpoints
 //                                         // store it and compare it on load)
+//     // optional: the model's Stage splits its sequences over a context-parallel ring
+//     // (cp/: the parts read tp.local_seq, tp.positions and run cp/attention.hpp); without
+//     // it, --cp above 1 is refused
+//     static constexpr bool kContextParallel = true;
 //   };
 //
 // M::Stage<T, S, B> is constructed once per virtual stage this rank holds as
@@ -98,7 +102,15 @@ struct ModelRun {
   int tp = 1;
   bool sequence_parallel = false;
   int rows = 1;  // sequences per microbatch
+  int cp = 1;    // context-parallel ranks sharing each sequence
 };
+
+// Whether M declares kContextParallel (above): its Stage runs under a context-parallel ring.
+template <class M, class = void>
+struct supports_context_parallel : std::false_type {};
+template <class M>
+struct supports_context_parallel<M, std::void_t<decltype(M::kContextParallel)>>
+    : std::bool_constant<M::kContextParallel> {};
 
 // Unit `unit` of virtual stage `stage` and unit `other_unit` of virtual stage `other_stage` are
 // one tensor (Press & Wolf 2017): their gradients are summed, the first is the one counted.

@@ -16,6 +16,7 @@
 #include "../backend/cpu/cpu.hpp"
 #include "../backend/host_device.hpp"
 #include "column_blocks.hpp"
+#include "positions.hpp"
 
 namespace trident::nn {
 
@@ -64,23 +65,26 @@ struct PositionForward {
   T* out;
   const T* wpe;
   int batch, t_begin, C;
+  TokenPositions positions;
   TRIDENT_HOST_DEVICE void operator()(int i) const {
     const int n = C;
-    const T* w = wpe + std::ptrdiff_t(t_begin + i / batch) * n;
+    const T* w = wpe + std::ptrdiff_t(positions(t_begin + i / batch)) * n;
     T* row = out + std::ptrdiff_t(i) * n;
     TRIDENT_SIMD
     for (int c = 0; c < n; ++c) row[c] += w[c];
   }
 };
-// the batch rows of position s (contiguous in [s, b] order) summed into dwpe[t_begin + s]
+// the batch rows of local position s (contiguous in [s, b] order) summed into the row of its
+// global position, dwpe[positions(t_begin + s)]
 template <class T>
 struct PositionBackward {
   T* dwpe;
   const T* dout;
   int batch, t_begin, C;
+  TokenPositions positions;
   TRIDENT_HOST_DEVICE void operator()(int s) const {
     const int n = C, rows = batch;
-    T* to = dwpe + std::ptrdiff_t(t_begin + s) * n;
+    T* to = dwpe + std::ptrdiff_t(positions(t_begin + s)) * n;
     for (int b = 0; b < rows; ++b) {
       const T* from = dout + (std::ptrdiff_t(s) * rows + b) * n;
       TRIDENT_SIMD
@@ -107,17 +111,21 @@ void token_embedding_backward(T* dwte, const T* dout, const std::int32_t* tokens
       embedding_detail::TokenBackward<T>{dwte, dout, tokens, N, C, vocab_begin, vocab_end, width});
 }
 
-// wpe: (max positions, C) -> out: (rows, C) += wpe[t_begin + i / batch] for row i
+// wpe: (max positions, C) -> out: (rows, C) += wpe[positions(t_begin + i / batch)] for row i
+// (positions: the identity without context parallelism, nn/positions.hpp)
 template <class Bk = backend::Cpu, class T>
-void position_embedding_forward(T* out, const T* wpe, int rows, int batch, int t_begin, int C) {
-  Bk::for_each(rows, embedding_detail::PositionForward<T>{out, wpe, batch, t_begin, C});
+void position_embedding_forward(T* out, const T* wpe, int rows, int batch, int t_begin, int C,
+                                TokenPositions positions = {}) {
+  Bk::for_each(rows, embedding_detail::PositionForward<T>{out, wpe, batch, t_begin, C, positions});
 }
 
 // dout: (rows, C) -> dwpe: (max positions, C) += sum of the batch rows of each position;
 // rows a multiple of batch.
 template <class Bk = backend::Cpu, class T>
-void position_embedding_backward(T* dwpe, const T* dout, int rows, int batch, int t_begin, int C) {
-  Bk::for_each(rows / batch, embedding_detail::PositionBackward<T>{dwpe, dout, batch, t_begin, C});
+void position_embedding_backward(T* dwpe, const T* dout, int rows, int batch, int t_begin, int C,
+                                 TokenPositions positions = {}) {
+  Bk::for_each(rows / batch,
+               embedding_detail::PositionBackward<T>{dwpe, dout, batch, t_begin, C, positions});
 }
 
 }  // namespace trident::nn

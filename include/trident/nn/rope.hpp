@@ -18,6 +18,7 @@
 #include "../backend/cpu/cpu.hpp"
 #include "../backend/device_buffer.hpp"
 #include "../backend/host_device.hpp"
+#include "positions.hpp"
 
 namespace trident::nn {
 
@@ -28,14 +29,16 @@ struct RopeTable {
   int positions, D;
   backend::DeviceBuffer<T, Bk> cos, sin;  // (positions, D/2): of angle p * theta^(-2i/D)
 
-  // theta: the base, 10000 in RoFormer and Llama 2 (500000 in Llama 3).
-  RopeTable(int positions_, int D_, double theta = 10000) : positions(positions_), D(D_) {
+  // theta: the base, 10000 in RoFormer and Llama 2 (500000 in Llama 3). Row p holds the angles
+  // of global position at(p): p itself, or a context-parallel rank's p-th token (cp/).
+  RopeTable(int positions_, int D_, double theta = 10000, TokenPositions at = {})
+      : positions(positions_), D(D_) {
     assert(D % 2 == 0 && "rope: the head size must be even");
     const int half = D / 2;
     std::vector<T> c(std::size_t(positions) * half), s(c.size());
     for (int p = 0; p < positions; ++p)
       for (int i = 0; i < half; ++i) {
-        const double angle = p * std::pow(theta, -2.0 * i / D);
+        const double angle = at(p) * std::pow(theta, -2.0 * i / D);
         c[std::size_t(p) * half + i] = T(std::cos(angle));
         s[std::size_t(p) * half + i] = T(std::sin(angle));
       }

@@ -23,6 +23,7 @@
 #include "../backend/device_comm.hpp"
 #include "../core/comm.hpp"
 #include "../core/error.hpp"
+#include "../cp/context_parallel.hpp"
 #include "../tensor/placement.hpp"
 
 namespace trident {
@@ -32,6 +33,9 @@ struct TensorParallel {
   const Comm* comm = nullptr;
   bool sequence_parallel = false;
   backend::DeviceComm<Bk> device;  // the group's collectives on Bk's buffers
+  // The layer's other split: the context-parallel ring over which the sequence's tokens are
+  // divided (cp/context_parallel.hpp; size 1 without CP). A layer sees both through this object.
+  ContextParallel<Bk> cp;
 
   TensorParallel() = default;
   // The collectives take Bk's path without NCCL (MPI on host memory, else host staging).
@@ -44,6 +48,9 @@ struct TensorParallel {
 
   int size() const { return comm->size(); }
   int rank() const { return comm->rank(); }
+  // Tokens per sequence on this rank (of seq: all of them without CP), and their positions.
+  int local_seq(int seq) const { return cp.local_seq(seq); }
+  nn::TokenPositions positions(int local) const { return cp.positions(local); }
   // Rows this rank holds in the sequence-parallel regions (LayerNorm, residual): all N, or N/t.
   int local_rows(int rows) const { return sequence_parallel ? rows / size() : rows; }
   // The activations' placement there: a block of the sequence (SP), or all of it.

@@ -29,21 +29,26 @@ struct VocabParallelEmbedding {
   int vocab_begin = 0, rows = 0;  // this rank's rows of wte (padding included)
   int C = 0;
 
-  // h: (n, C) = g(wte[tokens]) + wpe[t]; partial: (N, C) scratch; tokens: (N) in [s, b] order.
+  // h: (n, C) = g(wte[tokens]) + wpe[t], t a token's global position (tp.positions: its
+  // context-parallel chunk, cp/context_parallel.hpp); partial: (N, C) scratch; tokens: (N) in [s, b] order.
   // wpe null: no learned positions (a model with rotary embeddings); dwpe is then null too.
   void forward(const TP& tp, T* h, T* partial, const std::int32_t* tokens, const T* wte,
                const T* wpe, int N, int B) const {
     nn::token_embedding_forward<Bk>(partial, tokens, wte, N, C, vocab_begin, vocab_begin + rows);
     const int n = tp.local_rows(N);
     tp.g_forward(h, partial, N, C);
-    if (wpe) nn::position_embedding_forward<Bk>(h, wpe, n, B, first_position(tp, N, B), C);
+    if (wpe)
+      nn::position_embedding_forward<Bk>(h, wpe, n, B, first_position(tp, N, B), C,
+                                         tp.positions(N / B));
   }
   // dh: (n, C); dh_full: (N, C) buffer used under SP. dwte, dwpe accumulate. The embedding has
   // no input gradient: all of its backward is weight gradient (zero-bubble's W).
   void backward(const TP& tp, T* dwte, T* dwpe, const T* dh, T* dh_full, const std::int32_t* tokens,
                 int N, int B) const {
     const int n = tp.local_rows(N);
-    if (dwpe) nn::position_embedding_backward<Bk>(dwpe, dh, n, B, first_position(tp, N, B), C);
+    if (dwpe)
+      nn::position_embedding_backward<Bk>(dwpe, dh, n, B, first_position(tp, N, B), C,
+                                          tp.positions(N / B));
     const T* d = tp.g_backward(dh, dh_full, N, C);
     nn::token_embedding_backward<Bk>(dwte, d, tokens, N, C, vocab_begin, vocab_begin + rows);
   }

@@ -66,7 +66,7 @@ void send_to_first_stage(const Comm& pp, NamedTensors<T>& tensors) {
 template <class M, class T, class S, class B, class Values, class Done>
 NamedTensors<T> collect(Trainer<M, T, S, B>& trainer, Values&& unit_values, Done&& done) {
   const Mesh<>& mesh = trainer.mesh();
-  const bool keeper = mesh.coord().tp == 0 && mesh.coord().dp == 0;
+  const bool keeper = mesh.coord().tp == 0 && mesh.coord().dp == 0 && mesh.coord().cp == 0;
   NamedTensors<T> out;
   for (int c = 0; c < trainer.chunks(); ++c) {
     auto& chunk = trainer.chunk(c);
@@ -115,7 +115,7 @@ NamedTensors<T> collect_gradients(Trainer<M, T, S, B>& t) {
         if (g.size() == all.size())
           all = mine;
         else
-          t.mesh().dp().all_gather(Span<const S>(mine), Span<S>(all));
+          t.mesh().dp_cp().all_gather(Span<const S>(mine), Span<S>(all));
         full.resize(all.size());
         for (std::size_t k = 0; k < all.size(); ++k) full[k] = convert_to<T>(all[k]);
         return full.data();

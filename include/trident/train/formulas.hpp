@@ -14,6 +14,7 @@ namespace trident {
 
 struct Traffic {
   double tp = 0, pp = 0, dp = 0, emb = 0;  // bytes per step per axis, sent by this rank
+  double cp = 0;                           // the context-parallel ring's
 };
 
 struct ModelStates {
@@ -37,7 +38,7 @@ template <class M, class T, class S, class B>
 ModelStates model_state_formula(Trainer<M, T, S, B>& t) {
   const plan::ModelStateBytes b =
       plan::model_state_bytes(double(local_parameters(t)), t.options().zero.stage,
-                              t.mesh().shape().dp, plan::trident_precision<T, S>());
+                              t.mesh().dp_cp().size(), plan::trident_precision<T, S>());
   return {b.params, b.grads, b.optimizer};
 }
 
@@ -95,11 +96,29 @@ double chunk_pp_bytes(Trainer<M, T, S, B>& t, int c) {
   return o.microbatches * boundary * activation_bytes(t) / (sp ? o.mesh.tp : 1);
 }
 
-// DP bytes of chunk c per step (plan::zero_dp_bytes on its units).
+// CP bytes of chunk c per step (cp/ring_attention.hpp): per layer's attention and microbatch,
+// cp - 1 blocks of K, V forward (again with full recomputation) and 2 (cp - 1) backward (K, V
+// and their gradients), a block being the stage's ring_block_size() elements.
+template <class M, class T, class S, class B>
+double chunk_cp_bytes(Trainer<M, T, S, B>& t, int c) {
+  const TrainOptions& o = t.options();
+  if constexpr (supports_context_parallel<M>::value) {
+    if (o.mesh.cp == 1) return 0;
+    const StageSpec& s = t.chunk(c).spec();
+    int attention = 0;  // layers whose attention half runs here
+    for (int l = 0; l < s.layers; ++l) attention += nn::runs_attention(s.halves(l));
+    const double passes = o.recompute == Recompute::full ? 4 : 3;
+    return o.microbatches * attention * passes * (o.mesh.cp - 1) *
+           double(t.chunk(c).ring_block_size()) * sizeof(T);
+  }
+  return 0;
+}
+
+// DP bytes of chunk c per step (plan::zero_dp_bytes on its units), over DP x CP.
 template <class M, class T, class S, class B>
 double chunk_dp_bytes(Trainer<M, T, S, B>& t, int c) {
   const TrainOptions& o = t.options();
-  if (o.mesh.dp == 1) return 0;
+  if (o.mesh.dp * o.mesh.cp == 1) return 0;
   const int m = o.microbatches;
   const ZeroPolicy& z = o.zero;
   UnitStore<T, S, B>& st = t.chunk(c).store();
@@ -128,7 +147,9 @@ double chunk_dp_bytes(Trainer<M, T, S, B>& t, int c) {
 //    all-reduce per step of the TP-replicated parameters' gradients.
 //  PP: b s h (b s h / t under SP) per microbatch per stage boundary, forward and backward
 //    (none when PP = 1: the virtual stages of one rank hand over in memory).
-//  DP (ZeRO paper §7.2, plan::zero_dp_bytes): stage 0 all-reduce of Psi; 1: reduce-scatter +
+//  CP (cp/ring_attention.hpp): per layer and microbatch cp - 1 K, V blocks forward, 2 (cp - 1)
+//    blocks backward (K, V and dK, dV); + cp - 1 with full recomputation.
+//  DP (ZeRO paper §7.2, plan::zero_dp_bytes, over the DP x CP group): stage 0 all-reduce of Psi; 1: reduce-scatter +
 //    all-gather of Psi; 2: reduce-scatter (per microbatch: m times) + all-gather;
 //    3: reduce-scatter, and each unit gathered as often as the stage reads it (UnitLayout's
 //    forward_reads, backward_reads: the embedding's backward needs no parameters; a tied unit
@@ -144,6 +165,7 @@ Traffic traffic_formula(Trainer<M, T, S, B>& t) {
     f.tp += traffic_detail::chunk_tp_bytes(t, c);
     f.pp += traffic_detail::chunk_pp_bytes(t, c);
     f.dp += traffic_detail::chunk_dp_bytes(t, c);
+    f.cp += traffic_detail::chunk_cp_bytes(t, c);
   }
   for (const LocalTie& tie : t.ties())
     if (tie.peer >= 0) {

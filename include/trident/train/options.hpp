@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "../cp/context_parallel.hpp"
 #include "../mesh/mesh.hpp"
 #include "../model/model.hpp"
 #include "../optim/adamw.hpp"
@@ -25,6 +26,7 @@ namespace trident {
 struct TrainOptions {
   MeshShape mesh;
   bool sequence_parallel = false;
+  CpSplit cp_split = CpSplit::zigzag;  // how CP ranks share a sequence (cp/context_parallel.hpp)
   pp::ScheduleKind schedule = pp::ScheduleKind::one_f_one_b;
   int microbatches = 1;    // per DP replica per step
   int virtual_stages = 1;  // model chunks per pipeline rank (interleaved; zbv: 2)
@@ -98,7 +100,14 @@ void validate(const M& model, const TrainOptions& o, int world_size) {
   auto s = [](long long v) { return std::to_string(v); };
   Mesh<>::validate(o.mesh, world_size);
   const int rows = o.microbatches >= 1 ? o.rows_per_microbatch() : o.batch;  // checked below
-  model.validate(ModelRun{o.mesh.tp, o.sequence_parallel, rows});
+  model.validate(ModelRun{o.mesh.tp, o.sequence_parallel, rows, o.mesh.cp});
+  if (o.mesh.cp > 1) {
+    require(supports_context_parallel<M>::value,
+            "context parallelism (--cp " + s(o.mesh.cp) +
+                "): this model does not split its sequences over a ring (it declares no "
+                "kContextParallel: model/model.hpp)");
+    validate_cp_split(model.seq(), o.mesh.cp, o.cp_split);
+  }
   require(o.virtual_stages >= 1, "--virtual-stages must be at least 1, got " + s(o.virtual_stages));
   require(o.virtual_stages == 1 || o.schedule == pp::ScheduleKind::interleaved ||
               o.schedule == pp::ScheduleKind::zbv,

@@ -18,12 +18,13 @@ namespace trident {
 
 // One rank's figures; the fields are doubles so that all ranks' figures gather in one call.
 struct RankFigures {
-  double tp = 0, pp = 0, dp = 0;                        // mesh coordinates
+  double tp = 0, pp = 0, dp = 0, cp = 0;                // mesh coordinates
   double parameters = 0, gradients = 0, optimizer = 0;  // bytes held now
   double activations = 0, buffers = 0;                  // peak bytes during the measured steps
   ModelStates states;                                   // formula
   Traffic traffic, formula;                             // bytes per step
   double compute = 0, end = 0;  // seconds per step in forward/backward; last span's end
+  double cp_wait = 0;           // seconds per step waiting for the CP ring (not overlapped)
   double peak_live = 0, cached = 0, peak_rss = 0;  // bytes: all Buffers at once, cache, RSS
 };
 static_assert(sizeof(RankFigures) % sizeof(double) == 0);
@@ -42,7 +43,7 @@ template <class M, class T, class S, class B>
 RunReport make_report(Trainer<M, T, S, B>& t, const std::vector<StepResult>& measured) {
   RankFigures f;
   const MeshCoord c = t.mesh().coord();
-  f.tp = c.tp, f.pp = c.pp, f.dp = c.dp;
+  f.tp = c.tp, f.pp = c.pp, f.dp = c.dp, f.cp = c.cp;
   const MemoryStats& mem = memory_stats();
   f.parameters = double(mem.current(MemoryKind::parameters));
   f.gradients = double(mem.current(MemoryKind::gradients));
@@ -57,8 +58,10 @@ RunReport make_report(Trainer<M, T, S, B>& t, const std::vector<StepResult>& mea
   const double n = std::max<std::size_t>(1, measured.size());
   auto bytes = [&](const char* axis) { return double(comm_stats().of(axis).total().bytes) / n; };
   // received bytes are the other side of a send: count what this rank sends
-  f.traffic = {bytes("tp"), double(comm_stats().of("pp")[CommOp::send].bytes) / n, bytes("dp"),
-               bytes("emb")};
+  auto sent = [&](const char* axis) { return double(comm_stats().of(axis)[CommOp::send].bytes) / n; };
+  // the gradient reduction runs over "dp", or "dp_cp" when CP > 1 (mesh/mesh.hpp)
+  f.traffic = {bytes("tp"), sent("pp"), bytes("dp") + bytes("dp_cp"), bytes("emb"), sent("cp")};
+  f.cp_wait = comm_stats().of("cp").total().seconds / n;
   for (const StepResult& r : measured)
     for (const pp::Interval& s : r.intervals) {
       if (pp::is_compute(s.kind)) f.compute += (s.end - s.begin) / n;
@@ -114,7 +117,8 @@ void print_stage_balance(const RunReport& r, const M& model, const TrainOptions&
     std::string& text = layers[map.rank(g)];
     text += (text.empty() ? "" : "+") + pp::half_split_text({split[g]});
   }
-  for (const RankFigures& f : r.ranks) measured[int(f.pp)] += f.compute / (o.mesh.tp * o.mesh.dp);
+  for (const RankFigures& f : r.ranks)
+    measured[int(f.pp)] += f.compute / (o.mesh.tp * o.mesh.dp * o.mesh.cp);
   double cost_sum = 0, busy_sum = 0;
   for (int s = 0; s < p; ++s) cost_sum += predicted[s], busy_sum += measured[s];
   std::printf(
@@ -126,6 +130,26 @@ void print_stage_balance(const RunReport& r, const M& model, const TrainOptions&
                 s == map.rank(0) ? "+embedding" : "          ",
                 s == map.last_rank() ? "+head" : "     ", 1e3 * busy_sum * predicted[s] / cost_sum,
                 1e3 * measured[s]);
+}
+
+// The context-parallel ring: bytes sent per step (CommStats / train/formulas.hpp) and the time
+// spent waiting for its blocks, the share of the ring's transfers that the blocks' computation
+// did not hide.
+inline void print_context_parallel(const RunReport& r, const TrainOptions& o) {
+  const double MiB = 1024.0 * 1024.0;
+  std::printf(
+      "\ncontext-parallel ring (CP=%d, %s split) per step per rank: MiB sent (measured / formula: "
+      "cp-1 K,V blocks forward and 2(cp-1) backward per layer and microbatch), and the time "
+      "waited for blocks (exposed communication) over the step\n",
+      o.mesh.cp, to_string(o.cp_split));
+  std::printf("%5s %9s %21s %12s %12s %9s\n", "rank", "tp,cp", "CP ring", "waited ms",
+              "step ms", "exposed");
+  for (std::size_t k = 0; k < r.ranks.size(); ++k) {
+    const RankFigures& f = r.ranks[k];
+    std::printf("%5zu %5.0f,%-3.0f %10.3f / %-8.3f %12.2f %12.2f %8.1f%%\n", k, f.tp, f.cp,
+                f.traffic.cp / MiB, f.formula.cp / MiB, 1e3 * f.cp_wait, 1e3 * f.end,
+                f.end > 0 ? 100 * f.cp_wait / f.end : 0.0);
+  }
 }
 
 // The measured pipeline bubble (all ranks', and the busiest rank's) next to the schedule's
@@ -186,13 +210,14 @@ void print_report(const RunReport& r, const M& model, const TrainOptions& o) {
       "\ntraffic per step per rank, MiB sent (measured by CommStats / formula; "
       "train/formulas.hpp cites each)\n");
   std::printf("%5s %21s %21s %21s %21s\n", "rank", "TP all-reduce", "PP point-to-point",
-              "DP reduction", "tied embedding");
+              o.mesh.cp > 1 ? "DPxCP reduction" : "DP reduction", "tied embedding");
   for (std::size_t k = 0; k < r.ranks.size(); ++k) {
     const Traffic &m = r.ranks[k].traffic, &f = r.ranks[k].formula;
     std::printf("%5zu %10.3f / %-8.3f %10.3f / %-8.3f %10.3f / %-8.3f %10.3f / %-8.3f\n", k,
                 m.tp / MiB, f.tp / MiB, m.pp / MiB, f.pp / MiB, m.dp / MiB, f.dp / MiB, m.emb / MiB,
                 f.emb / MiB);
   }
+  if (o.mesh.cp > 1) print_context_parallel(r, o);
   if (o.mesh.pp > 1) {
     print_stage_balance(r, model, o);
     print_pipeline_bubble(r, o);

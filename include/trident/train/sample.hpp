@@ -5,7 +5,9 @@
 // cache) with the forward-only schedule (train/evaluate.hpp): the context is row 0 of one
 // microbatch (every row holds it; causal attention lets the positions after it change
 // nothing), and the last stage's head gives the next-token logits after its last token,
-// gathered over TP. One rank (TP 0 of the last stage, DP 0) draws the token with a counter-based
+// gathered over TP. Under context parallelism each CP rank runs its chunks of the context and
+// the one holding the last token gives the logits. One rank (TP 0 of the last stage, DP 0, that
+// CP rank) draws the token with a counter-based
 // RNG — a function of (seed, token index) only — and broadcasts it, so every rank continues with
 // the same token and every mesh writes the same text for the same seed (up to rounding of the
 // logits: in double, a draw within ~1e-13 of a boundary between two tokens).
@@ -79,7 +81,7 @@ std::vector<std::int32_t> sample(Trainer<M, T, S, B>& t, const std::vector<std::
                                        ", outside the vocabulary [0, " + std::to_string(vocab) +
                                        ")");
   const Mesh<>& mesh = t.mesh();
-  const int chooser = mesh.rank_of({0, t.options().chunk_map().last_rank(), 0});
+  const ContextParallel<B>& cp = t.tp().cp;
   std::vector<std::int32_t> text = prompt, out;
   std::vector<T> logits(vocab);
   for (int i = 0; i < s.tokens; ++i) {
@@ -89,8 +91,12 @@ std::vector<std::int32_t> sample(Trainer<M, T, S, B>& t, const std::vector<std::
     for (int p = 0; p < length; ++p)  // [s, b] order: token p of row r at p * rows + r
       std::fill_n(context.inputs.begin() + std::size_t(p) * rows, rows,
                   text[text.size() - length + p]);
+    // the last token's CP rank and its index there (others read a row they ignore)
+    const auto [holder, at] = cp.locate(length - 1, cp.local_seq(seq));
+    const int chooser = mesh.rank_of({0, t.options().chunk_map().last_rank(), 0, holder});
+    const Microbatch mine = cp.slice(context);
     run_forward_only(t, 1, [&](int, int c, const T* in, T* o) {
-      t.chunk(c).forward_logits(context, in, o, length - 1, logits.data());
+      t.chunk(c).forward_logits(mine, in, o, holder == cp.rank() ? at : 0, logits.data());
     });
     int token = 0;
     if (mesh.world().rank() == chooser)

@@ -9,7 +9,9 @@
 // gradient norm's sums (per step) cross once, counted (backend/device_buffer.hpp).
 //
 //  1. The global batch (batch sequences) is split over DP ranks by rows, each rank's rows into
-//     m microbatches: row r of the global batch is the same sequence on every mesh.
+//     m microbatches: row r of the global batch is the same sequence on every mesh. Under
+//     context parallelism each CP rank of a replica takes its chunks of those rows' tokens
+//     (cp/context_parallel.hpp); the parameters' gradients are then summed over DP x CP.
 //  2. The pipeline executor runs this stage's schedule; each model chunk keeps its parameters
 //     in a UnitStore, whose ZeRO policy launches the DP gradient reduction as units finish.
 //  3. After the last backward: the DP reductions complete; with sequence parallelism the
@@ -212,6 +214,9 @@ Trainer<M, T, S, B>::Trainer(const Comm& world, M model, TrainOptions o, TokenSo
       o_((validate(model_, o, world.size()), o)),
       mesh_(world, o.mesh),
       data_(std::move(data)) {
+  require(o_.mesh.cp == 1 || B::kHostKernels,
+          std::string("context parallelism: ring attention has no ") + B::kName +
+              " kernel yet (--cp runs on the cpu and emulated backends)");
   require(data_.vocab() <= model_.vocab(), "the data '" + data_.name() + "' has token ids up to " +
                                                std::to_string(data_.vocab() - 1) +
                                                ", at or above the model's vocabulary of " +
@@ -228,18 +233,19 @@ Trainer<M, T, S, B>::Trainer(const Comm& world, M model, TrainOptions o, TokenSo
   groups_ = std::make_unique<DeviceMesh<B>>(
       mesh_, path, pipeline_note_.empty() ? path : backend::CollectivePath::host_staging);
   tp_ = TensorParallel<B>(&mesh_.tp(), o_.sequence_parallel, groups_->tp());
+  tp_.cp = {groups_->cp(), o_.cp_split};
   ties_ = locate_ties(model_, split, o_.mesh.tp, map, mesh_.stage());
   // The stages' model states are allocated here: a device too small for them is one Error on
   // every rank (the lowest failing rank's), not a hang. The only collective of the stores'
   // construction, the DP group's shared-memory segment, is made first, so that no rank waits
   // in it for a rank that has failed.
-  if (shm_tuning().enabled && mesh_.dp().size() > 1) (void)shared_segment(mesh_.dp().get());
+  if (shm_tuning().enabled && mesh_.dp_cp().size() > 1) (void)shared_segment(mesh_.dp_cp().get());
   std::string failed;
   try {
     for (int c = 0; c < v; ++c)
       chunks_.push_back(std::make_unique<Chunk>(
           model_, tp_, stage_spec(split, map.virtual_stage(c, mesh_.stage())),
-          o_.rows_per_microbatch(), groups_->dp(), o_.zero, o_.recompute));
+          o_.rows_per_microbatch(), groups_->dp_cp(), o_.zero, o_.recompute));
   } catch (const backend::DeviceOutOfMemory& e) {
     failed = std::string(e.what()) + " (rank " + std::to_string(world.rank()) +
              ", building its model states)";
@@ -257,7 +263,7 @@ StepResult Trainer<M, T, S, B>::step(bool apply) {
   micro_.clear();
   for (int mb = 0; mb < o_.microbatches; ++mb) {
     const int row = (mesh_.coord().dp * o_.microbatches + mb) * b;
-    micro_.push_back(sample_rows(data_, o_.data_seed, step_, row, b, model_.seq()));
+    micro_.push_back(tp_.cp.slice(sample_rows(data_, o_.data_seed, step_, row, b, model_.seq())));
   }
   for (auto& c : chunks_) c->store().begin_step();
   flight_recorder().set_step(step_);
@@ -267,7 +273,7 @@ StepResult Trainer<M, T, S, B>::step(bool apply) {
   r.intervals = executor_->run(stage, origin);
   for (auto& c : chunks_) c->store().finish_gradient_reduction();
   sync_replicated_gradients();
-  // the loss: summed over the microbatches and DP replicas of the stage holding the last
+  // the loss: summed over the microbatches, DP replicas and CP ranks of the stage holding the last
   // virtual stage (TP rank 0): the last stage, or stage 0 in ZB-V's V
   const bool counts = o_.holds_loss(mesh_.stage()) && mesh_.coord().tp == 0;
   const bool poison = fault::armed("nan-loss", mesh_.world().rank(), step_);

@@ -9,6 +9,8 @@
 // all-reduce per half in forward and one in backward; with sequence parallelism an all-gather
 // and a reduce-scatter instead, and x, x2 are this rank's sequence shard.
 // Every buffer is in backend B's memory and every kernel launched through B (nn/, tp/).
+// Under context parallelism (cp/) seq is this rank's tokens of each sequence (tp.local_seq) and
+// attention runs over the CP ring (cp/ring_attention.hpp); everything else is local.
 // Sizes: seq tokens per sequence, batch sequences, N = seq*batch rows, n = tp.local_rows(N) rows
 // in the LayerNorm/residual regions, C hidden, Cl = C/t, Hl = H/t heads of D = C/H on this rank.
 #pragma once
@@ -17,6 +19,7 @@
 #include <array>
 
 #include "../../backend/device_buffer.hpp"
+#include "../../cp/attention.hpp"
 #include "../../nn/attention.hpp"
 #include "../../nn/block_halves.hpp"
 #include "../../nn/gelu.hpp"
@@ -35,7 +38,7 @@ struct BlockActivations {
   Buf ln1_mean, ln1_rstd;  // (n)
   Buf ln1;                 // (N, C) LN1 output as QKV saw it (gathered under SP)
   Buf qkv;                 // (N, 3 Cl)
-  Buf probs;               // (batch, Hl, seq, seq)
+  Buf probs;               // (batch, Hl, seq, cp seq)
   Buf att;                 // (N, Cl)
   Buf x2;                  // (n, C) residual after attention
   Buf ln2_mean, ln2_rstd;  // (n)
@@ -76,7 +79,7 @@ class Block {
 
   Block(const Config& c, const TensorParallel<B>& tp, int batch)
       : tp_(tp),
-        seq_(c.seq),
+        seq_(tp.local_seq(c.seq)),
         B_(batch),
         C_(c.hidden),
         Cl_(c.hidden / tp.size()),
@@ -92,6 +95,8 @@ class Block {
 
   int rows() const { return seq_ * B_; }
   int local_rows() const { return tp_.local_rows(rows()); }
+  // Elements of the keys and values of this rank's tokens: what the CP ring passes per step.
+  std::size_t ring_block_size() const { return std::size_t(rows()) * 2 * Cl_; }
   // Elements of the residual stream a block takes and gives: (n, C).
   std::size_t activation_size() const { return std::size_t(local_rows()) * C_; }
 
@@ -107,7 +112,7 @@ class Block {
     };
     if (attention) {
       act(a.ln1_mean, n), act(a.ln1_rstd, n), act(a.ln1, N * C_), act(a.qkv, N * 3 * Cl_);
-      act(a.probs, std::size_t(B_) * Hl_ * seq_ * seq_), act(a.att, N * Cl_);
+      act(a.probs, std::size_t(B_) * Hl_ * seq_ * seq_ * tp_.cp.size()), act(a.att, N * Cl_);
     }
     if (mlp) {
       if (attention) act(a.x2, n * C_);
@@ -129,7 +134,7 @@ class Block {
                                w + offset_[kLn1W], w + offset_[kLn1B], n, C_);
       qkv_.forward(tp_, a.qkv.data(), ln_out1, a.ln1.data(), w + offset_[kQkvW], w + offset_[kQkvB],
                    N);
-      nn::attention_forward<B>(a.att.data(), a.probs.data(), a.qkv.data(), B_, seq_, Hl_, D_);
+      attention_forward(tp_.cp, a.att.data(), a.probs.data(), a.qkv.data(), B_, seq_, Hl_, Hl_, D_);
       proj_.forward(tp_, y.data(), partial, a.att.data(), w + offset_[kAttnProjW], nullptr, N);
     }
     if (attention && mlp)  // x2 = x + (y + proj bias) and LN2(x2) in one pass (nn/residual.hpp)
@@ -203,8 +208,8 @@ class Block {
     proj_.backward(tp_, d_att.data(), G(kAttnProjW), G(kAttnProjB), dx2, dy_attn, a.att.data(),
                    W(kAttnProjW), N, part);
     if (in)
-      nn::attention_backward<B>(d.d_qkv.data(), d_att.data(), a.qkv.data(), a.probs.data(), B_,
-                                seq_, Hl_, D_);
+      attention_backward(tp_.cp, d.d_qkv.data(), d_att.data(), a.qkv.data(), a.att.data(),
+                         a.probs.data(), B_, seq_, Hl_, Hl_, D_);
     qkv_.backward(tp_, dln.data(), sp ? dln_full.data() : dln.data(), G(kQkvW), G(kQkvB),
                   d.d_qkv.data(), a.ln1.data(), W(kQkvW), N, part);
     if (in)  // dx = dx2 + LN1's input gradient

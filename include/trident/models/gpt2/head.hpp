@@ -24,7 +24,7 @@ class Head {
   };
 
   Head(const Config& c, const TensorParallel<B>& tp, int rows)
-      : tp_(tp), B_(rows), N_(rows * c.seq), C_(c.hidden) {
+      : tp_(tp), B_(rows), N_(rows * tp.local_seq(c.seq)), C_(c.hidden) {
     const ShardLayout wte =
         layout_unit(wte_unit(c, tp.size()), tp.size(), tp.rank()).params[0].layout;
     head_ = {static_cast<int>(wte.offset()), static_cast<int>(wte.local_rows()), c.vocab, c.hidden};

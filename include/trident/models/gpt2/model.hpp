@@ -17,6 +17,8 @@ namespace trident::gpt2 {
 class Model : public DecoderModel<Model, Config, Embedding, Block, Head> {
  public:
   using DecoderModel::DecoderModel;
+  // Its parts read the context-parallel split from tp (cp/): --cp runs it over a ring.
+  static constexpr bool kContextParallel = true;
 
   // --- model/model.hpp (the rest: model/decoder_model.hpp) ----------------------------------
   double initial_value(const ParamSpec& p, std::uint64_t index) const {

@@ -21,6 +21,7 @@
 #include "../../nn/block_halves.hpp"
 #include "../../nn/residual.hpp"
 #include "../../nn/rmsnorm.hpp"
+#include "../../cp/attention.hpp"
 #include "../../nn/rope.hpp"
 #include "../../nn/swiglu.hpp"
 #include "../../tp/linear.hpp"
@@ -37,7 +38,7 @@ struct BlockActivations {
   Buf rstd1;    // (n) RMSNorm1's 1/rms
   Buf norm1;    // (N, C) RMSNorm1's output as QKV saw it (gathered under SP)
   Buf qkv;      // (N, Wd) q, k rotated by RoPE, v
-  Buf probs;    // (B, Hl, seq, seq)
+  Buf probs;    // (B, Hl, seq, cp seq)
   Buf att;      // (N, Hl D)
   Buf x2;       // (n, C) residual after attention
   Buf rstd2;    // (n)
@@ -73,7 +74,7 @@ class Block {
 
   Block(const Config& c, const TensorParallel<B>& tp, int batch)
       : tp_(tp),
-        seq_(c.seq),
+        seq_(tp.local_seq(c.seq)),
         B_(batch),
         C_(c.hidden),
         Hl_(c.heads / tp.size()),
@@ -81,7 +82,7 @@ class Block {
         D_(c.head_size()),
         Fl_(c.ffn() / tp.size()),
         eps_(T(c.norm_eps)),
-        rope_(c.seq, c.head_size(), c.rope_theta) {
+        rope_(seq_, c.head_size(), c.rope_theta, tp.positions(seq_)) {
     const UnitLayout layout = layout_unit(block_unit(c, 0), tp.size(), tp.rank());
     for (int k = 0; k < kBlockParams; ++k) offset_[k] = layout.params[k].offset;
     qkv_.in = C_, qkv_.q = Hl_ * D_, qkv_.kv = KVl_ * D_;
@@ -92,6 +93,8 @@ class Block {
 
   int rows() const { return seq_ * B_; }
   int local_rows() const { return tp_.local_rows(rows()); }
+  // Elements of the keys and values of this rank's tokens: what the CP ring passes per step.
+  std::size_t ring_block_size() const { return std::size_t(rows()) * 2 * KVl_ * D_; }
   // Elements of the residual stream a block takes and gives: (n, C).
   std::size_t activation_size() const { return std::size_t(local_rows()) * C_; }
 
@@ -106,7 +109,7 @@ class Block {
     };
     if (attention) {
       act(a.rstd1, n), act(a.norm1, N * C_), act(a.qkv, N * Wd);
-      act(a.probs, std::size_t(B_) * Hl_ * seq_ * seq_), act(a.att, N * Hl_ * D_);
+      act(a.probs, std::size_t(B_) * Hl_ * seq_ * seq_ * tp_.cp.size()), act(a.att, N * Hl_ * D_);
     }
     if (mlp) {
       if (attention) act(a.x2, n * C_);
@@ -128,7 +131,7 @@ class Block {
                              C_, eps_);
       qkv_.forward(tp_, a.qkv.data(), norm_out1, a.norm1.data(), qkv_weights(w), int(N));
       nn::rope_forward<B>(a.qkv.data(), rope_, int(N), B_, Hl_ + KVl_, int(Wd));  // q and k
-      nn::attention_forward<B>(a.att.data(), a.probs.data(), a.qkv.data(), B_, seq_, Hl_, KVl_, D_);
+      attention_forward(tp_.cp, a.att.data(), a.probs.data(), a.qkv.data(), B_, seq_, Hl_, KVl_, D_);
       o_.forward(tp_, y.data(), partial, a.att.data(), w + offset_[kO], nullptr, int(N));
     }
     if (attention && mlp)  // x2 = x + y and RMSNorm2(x2) in one pass (nn/residual.hpp)
@@ -195,8 +198,8 @@ class Block {
     o_.backward(tp_, d_att.data(), G(kO), nullptr, dx2, d.dy_attn.data(), a.att.data(), W(kO),
                 int(N), part);
     if (in) {
-      nn::attention_backward<B>(d.d_qkv.data(), d_att.data(), a.qkv.data(), a.probs.data(), B_,
-                                seq_, Hl_, KVl_, D_);
+      attention_backward(tp_.cp, d.d_qkv.data(), d_att.data(), a.qkv.data(), a.att.data(),
+                         a.probs.data(), B_, seq_, Hl_, KVl_, D_);
       nn::rope_backward<B>(d.d_qkv.data(), rope_, int(N), B_, Hl_ + KVl_, int(Wd));
     }
     qkv_.backward(tp_, d.dnorm1.data(), sp ? dnorm_full.data() : d.dnorm1.data(),

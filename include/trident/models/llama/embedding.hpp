@@ -15,7 +15,7 @@ class Embedding {
 
  public:
   Embedding(const Config& c, const TensorParallel<B>& tp, int rows)
-      : tp_(tp), B_(rows), N_(rows * c.seq), C_(c.hidden) {
+      : tp_(tp), B_(rows), N_(rows * tp.local_seq(c.seq)), C_(c.hidden) {
     const ShardLayout table =
         layout_unit(units(c, tp.size())[0], tp.size(), tp.rank()).params[0].layout;
     embedding_ = {static_cast<int>(table.offset()), static_cast<int>(table.local_rows()), C_};

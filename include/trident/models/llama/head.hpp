@@ -24,7 +24,7 @@ class Head {
   };
 
   Head(const Config& c, const TensorParallel<B>& tp, int rows)
-      : tp_(tp), B_(rows), N_(rows * c.seq), C_(c.hidden), eps_(T(c.norm_eps)) {
+      : tp_(tp), B_(rows), N_(rows * tp.local_seq(c.seq)), C_(c.hidden), eps_(T(c.norm_eps)) {
     const ShardLayout table =
         layout_unit(units(c, tp.size())[1], tp.size(), tp.rank()).params[0].layout;
     head_ = {static_cast<int>(table.offset()), static_cast<int>(table.local_rows()), c.vocab, C_};
