@@ -88,8 +88,8 @@ void check_resharding(const Comm& comm, const gpt2::Options& from,
     const int n = o.mesh.product();
     Comm sub = comm.split(comm.rank() < n ? 0 : Comm::kUndefined, comm.rank(), "resume");
     if (!sub.valid()) continue;
-    INFO("resumed on TP" << o.mesh.tp << " PP" << o.mesh.pp << " DP" << o.mesh.dp << " ZeRO-"
-                         << o.zero.stage);
+    INFO("resumed on TP" << o.mesh.tp << " PP" << o.mesh.pp << " DP" << o.mesh.dp << " CP"
+                         << o.mesh.cp << " ZeRO-" << o.zero.stage);
     check_losses(whole, train<double>(sub, o, saved), 1e-10);
   }
   comm.barrier();
@@ -112,6 +112,17 @@ TEST_CASE("saved on TP2-PP2-DP2 ZeRO-1, resumed on TP1-PP4-DP2 ZeRO-3, TP4-DP2, 
   check_resharding(comm, options({2, 2, 2}, 1, 2),
                    {options({1, 4, 2}, 3, 4), options({4, 1, 2}, 0), options({1, 1, 1}, 0)},
                    "reshard8");
+}
+
+// Context parallelism holds the same parameters on every CP rank and shards ZeRO over DP x CP:
+// a checkpoint saved there resumes on any CP size.
+TEST_CASE("saved on CP2-DP2 ZeRO-2, resumed on CP4, TP2-CP2 ZeRO-1, one process; CP2 bit for bit") {
+  TRIDENT_RANKS(4, comm);
+  check_resharding(comm, options({1, 1, 2, 2}, 2),
+                   {options({1, 1, 1, 4}, 0), options({2, 1, 1, 2}, 1), options({1, 1, 1}, 0)},
+                   "reshard_cp");
+  const Comm two = comm.split(comm.rank() < 2 ? 0 : Comm::kUndefined, comm.rank(), "two");
+  if (two.valid()) check_bitwise<double>(two, options({1, 1, 1, 2}, 3), "bitwise_cp");
 }
 
 TEST_CASE("resumed on the same mesh (TP2-PP2-DP2 ZeRO-1): float and bf16 bit for bit") {

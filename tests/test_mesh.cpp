@@ -46,6 +46,27 @@ TEST_CASE("TP2-PP2-DP2: coordinates and groups follow rank = tp + TP*(dp + DP*pp
   CHECK(mesh.tp().name() == "tp");
 }
 
+TEST_CASE("TP2-CP2-DP2: rank = tp + TP*(cp + CP*dp), the CP ring and the DP x CP group") {
+  TRIDENT_RANKS(8, world);
+  const Mesh<> mesh(world, MeshShape{2, 1, 2, 2});
+  const int r = world.rank(), tp = r % 2, cp = (r / 2) % 2, dp = r / 4;
+  CHECK(mesh.coord().tp == tp);
+  CHECK(mesh.coord().cp == cp);
+  CHECK(mesh.coord().dp == dp);
+  CHECK(mesh.rank_of(mesh.coord()) == r);
+  CHECK(members(mesh.tp(), world) == std::vector<int>{r & ~1, (r & ~1) + 1});
+  CHECK(members(mesh.cp(), world) == std::vector<int>{4 * dp + tp, 4 * dp + tp + 2});
+  CHECK(members(mesh.dp(), world) == std::vector<int>{r % 4, r % 4 + 4});
+  // the gradient group: every rank with this rank's parameters, in order cp + CP * dp
+  CHECK(members(mesh.dp_cp(), world) == std::vector<int>{tp, tp + 2, tp + 4, tp + 6});
+  CHECK(mesh.dp_cp().rank() == cp + 2 * dp);
+  CHECK(members(mesh.mp(), world) == std::vector<int>{r & ~1, (r & ~1) + 1});
+  CHECK(mesh.to_string() == "TP(2)-CP(2)-PP(1)-DP(2)-Rank(" + std::to_string(r) + ")");
+  CHECK_THROWS_WITH_AS(Mesh<>::validate(MeshShape{2, 1, 2, 3}, 8),
+                       "mesh TP=2 x CP=3 x PP=1 x DP=2 = 12 ranks, but the world has 8 ranks",
+                       Error);
+}
+
 TEST_CASE("Mesh<> with runtime sizes: TP1-PP4-DP1 has an embedding group of stages 0 and 3") {
   TRIDENT_RANKS(4, world);
   const Mesh<> mesh(world, MeshShape{1, 4, 1});

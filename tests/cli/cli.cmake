@@ -119,6 +119,15 @@ trident_cli_error(weight_too_large RANKS 1 PROGRAM train_gpt ARGS ${tiny} --voca
   EXPECT "the model's largest weight has 32000000000 elements, more than 2^31 - 1")
 trident_cli_error(activations_too_large RANKS 1 PROGRAM train_gpt ARGS ${tiny} --seq 30000
   --hidden 2 --heads 2 --batch 2 EXPECT "a microbatch's activations (2 sequences x 30000 tokens x 60000)")
+# context parallelism: chunks that do not divide the sequence; a mesh that is not the world
+trident_cli_error(cp_zigzag_chunks RANKS 2 PROGRAM train_gpt ARGS ${tiny} --seq 6 --cp 2
+  EXPECT "context parallelism: the sequence of 6 tokens is not divisible into 4 chunks (zigzag split, CP=2: 2 chunks per rank)")
+trident_cli_error(cp_contiguous_chunks RANKS 4 PROGRAM train_gpt ARGS ${tiny} --seq 6 --cp 4 --cp-split contiguous
+  EXPECT "the sequence of 6 tokens is not divisible into 4 chunks (contiguous split, CP=4)")
+trident_cli_error(cp_mesh_product RANKS 2 PROGRAM train_gpt ARGS ${tiny} --cp 4
+  EXPECT "mesh TP=1 x CP=4 x PP=1 x DP=1 = 4 ranks, but the world has 2 ranks")
+trident_cli_error(cp_split_name RANKS 1 PROGRAM train_gpt ARGS ${tiny} --cp-split ring
+  EXPECT "--cp-split")
 trident_cli_error(plan_mesh_product RANKS 1 PROGRAM plan ARGS --preset gpt3-175b --gpus 128 --tp 8 --pp 16 --dp 64
   EXPECT "8192 GPUs, not 128")
 
@@ -161,11 +170,16 @@ trident_same_losses(pp2_zbv_tp2 RANKS 4 ARGS --tp 2 --pp 2 --schedule zbv --micr
 trident_same_losses(pp2_zbv_dp2_zero1 RANKS 4 ARGS --pp 2 --dp 2 --zero 1 --schedule zbv --microbatches 4)
 # PP = 1 with two virtual stages: both copies of the tied embedding on one rank (summed locally)
 trident_same_losses(pp1_interleaved RANKS 1 ARGS --schedule interleaved --virtual-stages 2 --microbatches 2)
+# context parallelism (ring attention) composed with TP and SP, with DP and ZeRO-3, with 1F1B
+trident_same_losses(tp2_sp_cp2 RANKS 4 ARGS --tp 2 --cp 2 --sequence-parallel)
+trident_same_losses(cp2_dp2_zero3_pp2 RANKS 8 ARGS --cp 2 --dp 2 --zero 3 --pp 2 --microbatches 2)
+trident_same_losses(llama_cp2_contiguous RANKS 2 PROGRAM train_llama ARGS --cp 2 --cp-split contiguous)
 # a token file (llm.c layout) as the data
 trident_same_losses(token_file_dp2 RANKS 2 ARGS --dp 2 BOTH --data ${token_files}/tokens_vocab300.bin --vocab 300)
 # On the emulated device (--device emulated: guarded device memory, collectives staged through
 # the host), against the single-process run on the CPU.
 trident_same_losses(emulated_tp2_pp2_dp2_zero1 RANKS 8 ARGS --tp 2 --pp 2 --dp 2 --zero 1 --device emulated)
+trident_same_losses(emulated_cp4 RANKS 4 ARGS --cp 4 --device emulated)
 trident_same_losses(emulated_tp2_sp_pp2_zbv RANKS 4 ARGS --tp 2 --pp 2 --sequence-parallel --schedule zbv
   --microbatches 2 --device emulated)
 

@@ -13,7 +13,8 @@
 //     seq = 8 chunks, cp = 4      rank 0: chunks 0, 7    rank 1: 1, 6
 //                                 rank 2: 2, 5           rank 3: 3, 4
 //
-// A rank's tokens are its chunks in order; nn::TokenPositions maps them to global positions.
+// A rank's tokens are its chunks in order; nn::TokenPositions maps them to global positions
+// (data/tokens.hpp, cp_slice: a microbatch's rows of them).
 // The group is the mesh's cp() ring (mesh/mesh.hpp); CP = 1 is the identity (no group).
 #pragma once
 
@@ -23,7 +24,6 @@
 
 #include "../backend/device_comm.hpp"
 #include "../core/error.hpp"
-#include "../data/tokens.hpp"
 #include "../nn/positions.hpp"
 
 namespace trident {
@@ -93,22 +93,6 @@ struct ContextParallel {
         if (at(s) == p) return {r, s};
     }
     fail("context parallelism: position " + std::to_string(p) + " is outside the sequence");
-  }
-
-  // This rank's tokens of a microbatch: the rows of its positions, [s, b] order kept.
-  Microbatch slice(const Microbatch& mb) const {
-    if (size() == 1) return mb;
-    const int local = local_seq(mb.seq), b = mb.rows;
-    const nn::TokenPositions at = positions(local);
-    Microbatch out{b, local, std::vector<std::int32_t>(std::size_t(local) * b),
-                   std::vector<std::int32_t>(std::size_t(local) * b)};
-    for (int s = 0; s < local; ++s)
-      for (int r = 0; r < b; ++r) {
-        const std::size_t from = std::size_t(at(s)) * b + r, to = std::size_t(s) * b + r;
-        out.inputs[to] = mb.inputs[from];
-        out.targets[to] = mb.targets[from];
-      }
-    return out;
   }
 
   // One step of the ring: `send` (n) to the next rank, `recv` (n) from the previous one, posted

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "../cp/context_parallel.hpp"
 #include "../core/error.hpp"
 #include "../core/random.hpp"
 #include "token_file.hpp"
@@ -179,6 +180,24 @@ inline Microbatch sample_rows(const TokenSource& data, std::uint64_t seed, int s
     }
   }
   return mb;
+}
+
+// A context-parallel rank's tokens of a microbatch (cp/context_parallel.hpp): the rows of its
+// positions, [s, b] order kept. The microbatch itself when CP = 1.
+template <class B>
+Microbatch cp_slice(const ContextParallel<B>& cp, const Microbatch& mb) {
+  if (cp.size() == 1) return mb;
+  const int local = cp.local_seq(mb.seq), b = mb.rows;
+  const nn::TokenPositions at = cp.positions(local);
+  Microbatch out{b, local, std::vector<std::int32_t>(std::size_t(local) * b),
+                 std::vector<std::int32_t>(std::size_t(local) * b)};
+  for (int s = 0; s < local; ++s)
+    for (int r = 0; r < b; ++r) {
+      const std::size_t from = std::size_t(at(s)) * b + r, to = std::size_t(s) * b + r;
+      out.inputs[to] = mb.inputs[from];
+      out.targets[to] = mb.targets[from];
+    }
+  return out;
 }
 
 }  // namespace trident

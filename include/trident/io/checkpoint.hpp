@@ -42,7 +42,7 @@ inline nlohmann::json layers_json(const std::vector<int>& halves) {
 template <class M, class T, class S, class B>
 nlohmann::json describe_run(Trainer<M, T, S, B>& t) {
   const TrainOptions& o = t.options();
-  return {{"saved_on",
+  nlohmann::json d = {{"saved_on",
            {{"world", t.mesh().world().size()},
             {"tp", o.mesh.tp},
             {"pp", o.mesh.pp},
@@ -72,6 +72,8 @@ nlohmann::json describe_run(Trainer<M, T, S, B>& t) {
               {"seed", o.data_seed},
               {"position", t.steps_done()}}}}},
           {"batch", o.batch}};
+  if (o.mesh.cp > 1) d["saved_on"]["cp"] = o.mesh.cp;  // (older checkpoints: no CP axis)
+  return d;
 }
 
 // Adds this rank's pieces to its shard `w` and to `pieces` (JSON, for the index).

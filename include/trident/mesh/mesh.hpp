@@ -80,7 +80,7 @@ class Mesh<kDynamic, kDynamic, kDynamic> {
     if (s.tp < 1 || s.pp < 1 || s.dp < 1 || s.cp < 1)
       fail("mesh sizes must be at least 1, got TP=" + std::to_string(s.tp) +
            " PP=" + std::to_string(s.pp) + " DP=" + std::to_string(s.dp) +
-           " CP=" + std::to_string(s.cp));
+           (s.cp != 1 ? " CP=" + std::to_string(s.cp) : ""));
     if (s.product() != world_size)
       fail("mesh TP=" + std::to_string(s.tp) + cp + " x PP=" + std::to_string(s.pp) +
            " x DP=" + std::to_string(s.dp) + " = " + std::to_string(s.product()) +

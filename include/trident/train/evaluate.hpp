@@ -59,7 +59,8 @@ template <class M, class T, class S, class B>
   for (int k = 0; k < batches; ++k) {
     micro.clear();
     for (int mb = 0; mb < m; ++mb)
-      micro.push_back(t.tp().cp.slice(
+      micro.push_back(cp_slice(
+          t.tp().cp,
           sample_rows(held_out, o.data_seed, k, (t.mesh().coord().dp * m + mb) * b, b, seq)));
     run_forward_only(t, m, [&](int mb, int c, const T* in, T* out) {
       sum += t.chunk(c).forward_only(micro[mb], in, out, scale);

@@ -94,7 +94,7 @@ std::vector<std::int32_t> sample(Trainer<M, T, S, B>& t, const std::vector<std::
     // the last token's CP rank and its index there (others read a row they ignore)
     const auto [holder, at] = cp.locate(length - 1, cp.local_seq(seq));
     const int chooser = mesh.rank_of({0, t.options().chunk_map().last_rank(), 0, holder});
-    const Microbatch mine = cp.slice(context);
+    const Microbatch mine = cp_slice(cp, context);
     run_forward_only(t, 1, [&](int, int c, const T* in, T* o) {
       t.chunk(c).forward_logits(mine, in, o, holder == cp.rank() ? at : 0, logits.data());
     });
