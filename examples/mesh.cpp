@@ -40,9 +40,10 @@ int main(int argc, char** argv) {
     // the CP columns only when there is a CP axis (the 3D table otherwise, as before)
     const bool cp = shape.cp > 1;
     if (world.rank() == 0) {
-      std::printf(cp ? "rank = tp + TP*(cp + CP*(dp + DP*pp))   (Megatron-Core order: TP fastest, "
-                       "then CP, DP, PP; gradients summed over the dp x cp group)\n"
-                     : "rank = tp + TP*(dp + DP*pp)   (Megatron-LM order: TP fastest, then DP, PP)\n");
+      std::printf(
+          cp ? "rank = tp + TP*(cp + CP*(dp + DP*pp))   (Megatron-Core order: TP fastest, "
+               "then CP, DP, PP; gradients summed over the dp x cp group)\n"
+             : "rank = tp + TP*(dp + DP*pp)   (Megatron-LM order: TP fastest, then DP, PP)\n");
       std::printf("%-32s %4s %4s %4s", "mesh", "tp", "pp", "dp");
       if (cp) std::printf(" %4s", "cp");
       std::printf("  %-10s %-10s %-10s %-10s", "tp group", "pp group", "dp group", "emb group");

@@ -23,7 +23,7 @@ void check_ring_attention(int cp, CpSplit split, int H, int KV, int T = 16) {
   auto comm = test::first_ranks(cp, test::current_test_name());
   if (!comm) return;
   INFO("CP=" << cp << " " << std::string(to_string(split)) << " H=" << H << " KV=" << KV
-              << " T=" << T);
+             << " T=" << T);
   const int batch = 2, D = 4, W = (H + 2 * KV) * D, Tl = T / cp;
   std::mt19937_64 gen(3);
   std::normal_distribution<double> normal;
@@ -35,7 +35,8 @@ void check_ring_attention(int cp, CpSplit split, int H, int KV, int T = 16) {
   nn::attention_forward(out.data(), probs.data(), qkv.data(), batch, T, H, KV, D);
   nn::attention_backward(dqkv.data(), dout.data(), qkv.data(), probs.data(), batch, T, H, KV, D);
   // this rank's rows of a [s, b] matrix `width` wide
-  ContextParallel<backend::Cpu> ring{backend::DeviceComm<backend::Cpu>(*comm, backend::CollectivePath::mpi), split};
+  ContextParallel<backend::Cpu> ring{
+      backend::DeviceComm<backend::Cpu>(*comm, backend::CollectivePath::mpi), split};
   const nn::TokenPositions at = ring.positions(Tl);
   auto mine = [&](const std::vector<double>& m, int width) {
     std::vector<double> local(std::size_t(Tl) * batch * width);

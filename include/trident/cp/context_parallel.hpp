@@ -30,7 +30,9 @@ namespace trident {
 
 enum class CpSplit { zigzag, contiguous };
 
-inline const char* to_string(CpSplit s) { return s == CpSplit::zigzag ? "zigzag" : "contiguous"; }
+inline const char* to_string(CpSplit s) {
+  return s == CpSplit::zigzag ? "zigzag" : "contiguous";
+}
 inline CpSplit cp_split_from_string(const std::string& s) {
   require(s == "zigzag" || s == "contiguous",
           "--cp-split: expected zigzag or contiguous, got '" + s + "'");
@@ -42,9 +44,10 @@ inline void validate_cp_split(int seq, int cp, CpSplit split) {
   const int unit = split == CpSplit::zigzag ? 2 * cp : cp;
   require(cp >= 1, "--cp must be at least 1, got " + std::to_string(cp));
   require(cp == 1 || seq % unit == 0,
-          "context parallelism: the sequence of " + std::to_string(seq) + " tokens is not divisible" +
-              " into " + std::to_string(unit) + " chunks (" + to_string(split) + " split, CP=" +
-              std::to_string(cp) + (split == CpSplit::zigzag ? ": 2 chunks per rank)" : ")"));
+          "context parallelism: the sequence of " + std::to_string(seq) +
+              " tokens is not divisible" + " into " + std::to_string(unit) + " chunks (" +
+              to_string(split) + " split, CP=" + std::to_string(cp) +
+              (split == CpSplit::zigzag ? ": 2 chunks per rank)" : ")"));
 }
 
 // A rank's chunks: (first global position, tokens) each, in local order.

@@ -52,12 +52,11 @@ void unpack_keys(T* dqkv, const T* dkv, const Geometry& g) {
 // this rank's queries over all T = cp Tl keys (by global position), for the backward.
 // Collective over the cp group.
 template <class B, class T>
-void ring_attention_forward(const ContextParallel<B>& cp, T* out, T* probs, const T* qkv,
-                            int batch, int Tl, int H, int KV, int D) {
+void ring_attention_forward(const ContextParallel<B>& cp, T* out, T* probs, const T* qkv, int batch,
+                            int Tl, int H, int KV, int D) {
   static_assert(B::kHostKernels, "ring attention's kernels are host code");
   const cp_detail::Geometry g{batch, Tl, Tl * cp.size(), H, KV, D};
-  const std::size_t n = std::size_t(Tl) * batch * g.kv_width(),
-                    stats = std::size_t(batch) * H * Tl;
+  const std::size_t n = std::size_t(Tl) * batch * g.kv_width(), stats = std::size_t(batch) * H * Tl;
   const auto mine = cp.chunks(Tl, cp.rank());
   const std::size_t chunks = g.T / mine[0].second;  // of the sequence
   backend::DeviceBuffer<T, B> cur(MemoryKind::buffers, n, Fill::none),
@@ -79,8 +78,7 @@ void ring_attention_forward(const ContextParallel<B>& cp, T* out, T* probs, cons
     });
     if (more) shift.wait(), std::swap(cur, next);
   }
-  B::host_kernel(
-      [&] { cp_detail::finish(out, probs, m.data(), l.data(), used.data(), g, mine); });
+  B::host_kernel([&] { cp_detail::finish(out, probs, m.data(), l.data(), used.data(), g, mine); });
 }
 
 // dout: (Tl*batch, H D); qkv, out and probs from the forward -> dqkv: (Tl*batch, (H + 2 KV) D),

@@ -17,9 +17,9 @@
 #include <utility>
 #include <vector>
 
-#include "../cp/context_parallel.hpp"
 #include "../core/error.hpp"
 #include "../core/random.hpp"
+#include "../cp/context_parallel.hpp"
 #include "token_file.hpp"
 
 namespace trident {

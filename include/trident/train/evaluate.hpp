@@ -59,14 +59,14 @@ template <class M, class T, class S, class B>
   for (int k = 0; k < batches; ++k) {
     micro.clear();
     for (int mb = 0; mb < m; ++mb)
-      micro.push_back(cp_slice(
-          t.tp().cp,
-          sample_rows(held_out, o.data_seed, k, (t.mesh().coord().dp * m + mb) * b, b, seq)));
+      micro.push_back(cp_slice(t.tp().cp, sample_rows(held_out, o.data_seed, k,
+                                                      (t.mesh().coord().dp * m + mb) * b, b, seq)));
     run_forward_only(t, m, [&](int mb, int c, const T* in, T* out) {
       sum += t.chunk(c).forward_only(micro[mb], in, out, scale);
     });
   }
-  // summed over the microbatches, DP replicas and CP ranks of the loss's stage (TP rank 0), as in step()
+  // summed over the microbatches, DP replicas and CP ranks of the loss's stage (TP rank 0), as in
+  // step()
   const bool counts = o.holds_loss(t.mesh().stage()) && t.mesh().coord().tp == 0;
   return t.mesh().world().all_reduce_value(counts ? sum : 0.0) / batches;
 }

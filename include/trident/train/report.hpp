@@ -58,7 +58,9 @@ RunReport make_report(Trainer<M, T, S, B>& t, const std::vector<StepResult>& mea
   const double n = std::max<std::size_t>(1, measured.size());
   auto bytes = [&](const char* axis) { return double(comm_stats().of(axis).total().bytes) / n; };
   // received bytes are the other side of a send: count what this rank sends
-  auto sent = [&](const char* axis) { return double(comm_stats().of(axis)[CommOp::send].bytes) / n; };
+  auto sent = [&](const char* axis) {
+    return double(comm_stats().of(axis)[CommOp::send].bytes) / n;
+  };
   // the gradient reduction runs over "dp", or "dp_cp" when CP > 1 (mesh/mesh.hpp)
   f.traffic = {bytes("tp"), sent("pp"), bytes("dp") + bytes("dp_cp"), bytes("emb"), sent("cp")};
   f.cp_wait = comm_stats().of("cp").total().seconds / n;
@@ -142,8 +144,8 @@ inline void print_context_parallel(const RunReport& r, const TrainOptions& o) {
       "cp-1 K,V blocks forward and 2(cp-1) backward per layer and microbatch), and the time "
       "waited for blocks (exposed communication) over the step\n",
       o.mesh.cp, to_string(o.cp_split));
-  std::printf("%5s %9s %21s %12s %12s %9s\n", "rank", "tp,cp", "CP ring", "waited ms",
-              "step ms", "exposed");
+  std::printf("%5s %9s %21s %12s %12s %9s\n", "rank", "tp,cp", "CP ring", "waited ms", "step ms",
+              "exposed");
   for (std::size_t k = 0; k < r.ranks.size(); ++k) {
     const RankFigures& f = r.ranks[k];
     std::printf("%5zu %5.0f,%-3.0f %10.3f / %-8.3f %12.2f %12.2f %8.1f%%\n", k, f.tp, f.cp,
@@ -184,12 +186,17 @@ void print_report(const RunReport& r, const M& model, const TrainOptions& o) {
   std::printf(
       "\nmemory per rank, MiB (measured from the buffers; model states next to the ZeRO "
       "paper's formula, Rajbhandari et al. 2020 §5.1)\n");
-  std::printf("%5s %9s %11s %10s %10s %12s %10s %12s %12s\n", "rank", "tp,pp,dp", "parameters",
-              "gradients", "optimizer", "states", "(formula)", "activations", "comm bufs");
+  const bool cp = o.mesh.cp > 1;  // then each rank's CP coordinate follows its DP one
+  std::printf("%5s %9s %11s %10s %10s %12s %10s %12s %12s\n", "rank",
+              cp ? "tp,pp,dp,cp" : "tp,pp,dp", "parameters", "gradients", "optimizer", "states",
+              "(formula)", "activations", "comm bufs");
   for (std::size_t k = 0; k < r.ranks.size(); ++k) {
     const RankFigures& f = r.ranks[k];
-    std::printf("%5zu %3.0f,%2.0f,%2.0f %11.3f %10.3f %10.3f %12.3f %10.3f %12.3f %12.3f\n", k,
-                f.tp, f.pp, f.dp, f.parameters / MiB, f.gradients / MiB, f.optimizer / MiB,
+    char coord[32];
+    std::snprintf(coord, sizeof coord, cp ? "%.0f,%.0f,%.0f,%.0f" : "%3.0f,%2.0f,%2.0f", f.tp, f.pp,
+                  f.dp, f.cp);
+    std::printf("%5zu %9s %11.3f %10.3f %10.3f %12.3f %10.3f %12.3f %12.3f\n", k, coord,
+                f.parameters / MiB, f.gradients / MiB, f.optimizer / MiB,
                 (f.parameters + f.gradients + f.optimizer) / MiB, f.states.total() / MiB,
                 f.activations / MiB, f.buffers / MiB);
   }

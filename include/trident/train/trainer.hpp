@@ -263,7 +263,8 @@ StepResult Trainer<M, T, S, B>::step(bool apply) {
   micro_.clear();
   for (int mb = 0; mb < o_.microbatches; ++mb) {
     const int row = (mesh_.coord().dp * o_.microbatches + mb) * b;
-    micro_.push_back(cp_slice(tp_.cp, sample_rows(data_, o_.data_seed, step_, row, b, model_.seq())));
+    micro_.push_back(
+        cp_slice(tp_.cp, sample_rows(data_, o_.data_seed, step_, row, b, model_.seq())));
   }
   for (auto& c : chunks_) c->store().begin_step();
   flight_recorder().set_step(step_);

@@ -17,11 +17,11 @@
 #include <array>
 
 #include "../../backend/device_buffer.hpp"
+#include "../../cp/attention.hpp"
 #include "../../nn/attention.hpp"
 #include "../../nn/block_halves.hpp"
 #include "../../nn/residual.hpp"
 #include "../../nn/rmsnorm.hpp"
-#include "../../cp/attention.hpp"
 #include "../../nn/rope.hpp"
 #include "../../nn/swiglu.hpp"
 #include "../../tp/linear.hpp"
@@ -131,7 +131,8 @@ class Block {
                              C_, eps_);
       qkv_.forward(tp_, a.qkv.data(), norm_out1, a.norm1.data(), qkv_weights(w), int(N));
       nn::rope_forward<B>(a.qkv.data(), rope_, int(N), B_, Hl_ + KVl_, int(Wd));  // q and k
-      attention_forward(tp_.cp, a.att.data(), a.probs.data(), a.qkv.data(), B_, seq_, Hl_, KVl_, D_);
+      attention_forward(tp_.cp, a.att.data(), a.probs.data(), a.qkv.data(), B_, seq_, Hl_, KVl_,
+                        D_);
       o_.forward(tp_, y.data(), partial, a.att.data(), w + offset_[kO], nullptr, int(N));
     }
     if (attention && mlp)  // x2 = x + y and RMSNorm2(x2) in one pass (nn/residual.hpp)
