@@ -87,6 +87,32 @@ void for_each_tile(Visible v, int L, int Lk, F&& f) {
   }
 }
 
+// One tile of a block's walk: query rows [r0, r0 + rows) of this rank (i0: the first one's index
+// in its chunk) against `keys` keys from local row kc_row of the block, whose chunk starts at
+// global position kc; v says how the pair of chunks sees each other.
+struct Tile {
+  int r0, rows, i0, kc, kc_row, keys;
+  Visible v;
+};
+// f(tile) for every tile of every visible (query chunk, key chunk) pair, in a fixed order.
+template <class F>
+void for_each_visible_tile(const Chunks& q, const Chunks& k, F&& f) {
+  int qa_row = 0;
+  for (const auto& [qa, L] : q) {
+    int kc_row = 0;
+    for (const auto& [kc, Lk] : k) {
+      const Visible v = visible(qa, kc, L);
+      const int first = kc, row = kc_row;
+      if (v != Visible::none)
+        for_each_tile(v, L, Lk, [&](int i0, int i1, int keys) {
+          f(Tile{qa_row + i0, i1 - i0, i0, first, row, keys, v});
+        });
+      kc_row += Lk;
+    }
+    qa_row += L;
+  }
+}
+
 // A thread's scratch matrix of rows x cols, in storage allocated once (aligned, so that its
 // products' order is the same on every run) and reused by every tile.
 template <class T>
@@ -114,57 +140,46 @@ void start(T* out, T* m, T* l, const Geometry& g) {
 template <class T>
 void block_forward(T* out, T* probs, T* m, T* l, T* used, const T* qkv, const T* kv,
                    const Geometry& g, const Chunks& q, const Chunks& k) {
-  const int pairs = g.batch * g.H, group = g.H / g.KV, D = g.D, chunks = g.T / q[0].second;
+  const int pairs = g.batch * g.H, group = g.H / g.KV, D = g.D, L = q[0].second, chunks = g.T / L;
   const T scale = T(1) / std::sqrt(T(D));
 #pragma omp parallel for schedule(dynamic)
   for (int bh = 0; bh < pairs; ++bh) {
     const int b = bh / g.H, h = bh % g.H, kvh = h / group;
     Scratch<T> scores, products;
-    int qa_row = 0;
-    for (const auto& [qa, L] : q) {
-      int kc_row = 0;
-      for (const auto& [kc, Lk] : k) {
-        const Visible v = visible(qa, kc, L);
-        if (v != Visible::none)
-          for_each_tile(v, L, Lk, [&](int i0, int i1, int keys) {
-            const int rows = i1 - i0, r0 = qa_row + i0;
-            auto Q = rows_of(qkv, r0, b, h * D, rows, D, g.batch, g.width());
-            auto O = rows_of(out, r0, b, h * D, rows, D, g.batch, g.H * D);
-            auto K = rows_of(kv, kc_row, b, kvh * D, keys, D, g.batch, g.kv_width());
-            auto V = rows_of(kv, kc_row, b, (g.KV + kvh) * D, keys, D, g.batch, g.kv_width());
-            auto S = scores.view(rows, keys);
-            S.noalias() = scale * (Q * K.transpose());
-            for (int i = 0; i < rows; ++i) {
-              const std::size_t at = std::size_t(bh) * g.Tl + r0 + i;
-              T* s = S.data() + std::ptrdiff_t(i) * keys;
-              const int n = v == Visible::diagonal ? i0 + i + 1 : keys;  // visible keys
-              T mx = m[at];
-              TRIDENT_SIMD_MAX(mx)
-              for (int j = 0; j < n; ++j) mx = backend::math::max(mx, s[j]);
-              const T alpha = backend::math::exp(m[at] - mx);  // 0 before the first block
-              T* kept = probs + at * g.T + kc;
-              T sum = 0;
-              TRIDENT_SIMD_SUM(sum)
-              for (int j = 0; j < n; ++j) {
-                const T e = backend::math::exp(s[j] - mx);
-                kept[j] = e;
-                sum += e;
-              }
-              for (int j = n; j < keys; ++j) kept[j] = 0;  // past the diagonal
-              used[at * chunks + kc / L] = mx;
-              l[at] = l[at] * alpha + sum, m[at] = mx;
-              O.row(i) *= alpha;
-            }
-            const ConstView<T> E(probs + (std::size_t(bh) * g.Tl + r0) * g.T + kc, rows, keys,
-                                 Eigen::OuterStride<>(g.T));  // e^(S - m'), kept
-            auto PV = products.view(rows, D);
-            PV.noalias() = E * V;
-            add_to(O, PV);
-          });
-        kc_row += Lk;
+    for_each_visible_tile(q, k, [&](const Tile& t) {
+      auto Q = rows_of(qkv, t.r0, b, h * D, t.rows, D, g.batch, g.width());
+      auto O = rows_of(out, t.r0, b, h * D, t.rows, D, g.batch, g.H * D);
+      auto K = rows_of(kv, t.kc_row, b, kvh * D, t.keys, D, g.batch, g.kv_width());
+      auto V = rows_of(kv, t.kc_row, b, (g.KV + kvh) * D, t.keys, D, g.batch, g.kv_width());
+      auto S = scores.view(t.rows, t.keys);
+      S.noalias() = scale * (Q * K.transpose());
+      for (int i = 0; i < t.rows; ++i) {
+        const std::size_t at = std::size_t(bh) * g.Tl + t.r0 + i;
+        const T* s = S.data() + std::ptrdiff_t(i) * t.keys;
+        const int n = t.v == Visible::diagonal ? t.i0 + i + 1 : t.keys;  // visible keys
+        T mx = m[at];
+        TRIDENT_SIMD_MAX(mx)
+        for (int j = 0; j < n; ++j) mx = backend::math::max(mx, s[j]);
+        const T alpha = backend::math::exp(m[at] - mx);  // 0 before the first block
+        T* kept = probs + at * g.T + t.kc;
+        T sum = 0;
+        TRIDENT_SIMD_SUM(sum)
+        for (int j = 0; j < n; ++j) {
+          const T e = backend::math::exp(s[j] - mx);
+          kept[j] = e;
+          sum += e;
+        }
+        for (int j = n; j < t.keys; ++j) kept[j] = 0;  // past the diagonal
+        used[at * chunks + t.kc / L] = mx;
+        l[at] = l[at] * alpha + sum, m[at] = mx;
+        O.row(i) *= alpha;
       }
-      qa_row += L;
-    }
+      const ConstView<T> E(probs + (std::size_t(bh) * g.Tl + t.r0) * g.T + t.kc, t.rows, t.keys,
+                           Eigen::OuterStride<>(g.T));  // e^(S - m'), kept
+      auto PV = products.view(t.rows, D);
+      PV.noalias() = E * V;
+      add_to(O, PV);
+    });
   }
 }
 
@@ -233,44 +248,33 @@ void block_backward(T* dqkv, T* dkv, const T* dout, const T* qkv, const T* kv, c
     Scratch<T> scores, products;
     for (int h = kvh * group; h < (kvh + 1) * group; ++h) {
       const std::size_t bh = std::size_t(b) * g.H + h;
-      int qa_row = 0;
-      for (const auto& [qa, L] : q) {
-        int kc_row = 0;
-        for (const auto& [kc, Lk] : k) {
-          const Visible v = visible(qa, kc, L);
-          if (v != Visible::none)
-            for_each_tile(v, L, Lk, [&](int i0, int i1, int keys) {
-              const int rows = i1 - i0, r0 = qa_row + i0;
-              auto Q = rows_of(qkv, r0, b, h * D, rows, D, g.batch, g.width());
-              auto dQ = rows_of(dqkv, r0, b, h * D, rows, D, g.batch, g.width());
-              auto dO = rows_of(dout, r0, b, h * D, rows, D, g.batch, g.H * D);
-              auto K = rows_of(kv, kc_row, b, kvh * D, keys, D, g.batch, g.kv_width());
-              auto V = rows_of(kv, kc_row, b, (g.KV + kvh) * D, keys, D, g.batch, g.kv_width());
-              const ConstView<T> P(probs + (bh * g.Tl + r0) * g.T + kc, rows, keys,
-                                   Eigen::OuterStride<>(g.T));
-              auto product = products.view(keys, D);
-              product.noalias() = P.transpose() * dO;
-              add_to(dV.middleRows(kc_row, keys), product);
-              auto dS = scores.view(rows, keys);
-              dS.noalias() = dO * V.transpose();  // dP: (rows, keys)
-              for (int i = 0; i < rows; ++i) {
-                const T d = delta[bh * g.Tl + r0 + i];
-                T* s = dS.data() + std::ptrdiff_t(i) * keys;
-                const T* p = P.data() + std::ptrdiff_t(i) * g.T;
-                TRIDENT_SIMD
-                for (int j = 0; j < keys; ++j) s[j] = p[j] * (s[j] - d) * scale;
-              }
-              auto dq = products.view(rows, D);
-              dq.noalias() = dS * K;
-              add_to(dQ, dq);
-              auto dk = products.view(keys, D);
-              dk.noalias() = dS.transpose() * Q;
-              add_to(dK.middleRows(kc_row, keys), dk);
-            });
-          kc_row += Lk;
+      for_each_visible_tile(q, k, [&](const Tile& t) {
+        auto Q = rows_of(qkv, t.r0, b, h * D, t.rows, D, g.batch, g.width());
+        auto dQ = rows_of(dqkv, t.r0, b, h * D, t.rows, D, g.batch, g.width());
+        auto dO = rows_of(dout, t.r0, b, h * D, t.rows, D, g.batch, g.H * D);
+        auto K = rows_of(kv, t.kc_row, b, kvh * D, t.keys, D, g.batch, g.kv_width());
+        auto V = rows_of(kv, t.kc_row, b, (g.KV + kvh) * D, t.keys, D, g.batch, g.kv_width());
+        const ConstView<T> P(probs + (bh * g.Tl + t.r0) * g.T + t.kc, t.rows, t.keys,
+                             Eigen::OuterStride<>(g.T));
+        auto dv = products.view(t.keys, D);
+        dv.noalias() = P.transpose() * dO;
+        add_to(dV.middleRows(t.kc_row, t.keys), dv);
+        auto dS = scores.view(t.rows, t.keys);
+        dS.noalias() = dO * V.transpose();  // dP: (rows, keys)
+        for (int i = 0; i < t.rows; ++i) {
+          const T d = delta[bh * g.Tl + t.r0 + i];
+          T* s = dS.data() + std::ptrdiff_t(i) * t.keys;
+          const T* p = P.data() + std::ptrdiff_t(i) * g.T;
+          TRIDENT_SIMD
+          for (int j = 0; j < t.keys; ++j) s[j] = p[j] * (s[j] - d) * scale;
         }
-        qa_row += L;
-      }
+        auto dq = products.view(t.rows, D);
+        dq.noalias() = dS * K;
+        add_to(dQ, dq);
+        auto dk = products.view(t.keys, D);
+        dk.noalias() = dS.transpose() * Q;
+        add_to(dK.middleRows(t.kc_row, t.keys), dk);
+      });
     }
   }
 }
