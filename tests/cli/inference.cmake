@@ -30,14 +30,22 @@ set(common --dtype double --steps 4 --layers 4 --hidden 32 --heads 4 --seq 16 --
     --eval-every 2 --eval-batches 2 --sample 32 --temperature 0.8 --top-k 40 --sample-seed 3)
 set(one ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 1 $<TARGET_FILE:train_gpt> ${common}
     --json ${dir}/single.json)
-set(many ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 8 $<TARGET_FILE:train_gpt> ${common}
-    --tp 2 --pp 2 --dp 2 --zero 3 --json ${dir}/mesh.json)
-set(cmp $<TARGET_FILE:compare_inference> ${dir}/single.json ${dir}/mesh.json 1e-10)
-foreach(v one many cmp)
-  string(REPLACE ";" "|" ${v} "${${v}}")
-endforeach()
-add_test(NAME cli.inference_tp2_pp2_dp2_zero3 COMMAND ${CMAKE_COMMAND} "-DFIRST=${one}"
-         "-DSECOND=${many}" "-DCOMPARE=${cmp}" -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/same_losses.cmake)
-math(EXPR timeout "300 * ${TRIDENT_TEST_TIMEOUT_FACTOR}")
-set_tests_properties(cli.inference_tp2_pp2_dp2_zero3 PROPERTIES TIMEOUT ${timeout}
-                     ENVIRONMENT "OMP_NUM_THREADS=1")
+string(REPLACE ";" "|" one "${one}")
+# trident_same_inference(name RANKS n ARGS mesh flags...): the mesh's held-out losses and sample
+# against the single process's. Under context parallelism the CP rank holding the context's
+# last token gives the logits.
+function(trident_same_inference name)
+  cmake_parse_arguments(I "" "RANKS" "ARGS" ${ARGN})
+  set(many ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${I_RANKS} $<TARGET_FILE:train_gpt>
+      ${common} ${I_ARGS} --json ${dir}/${name}.json)
+  set(cmp $<TARGET_FILE:compare_inference> ${dir}/single.json ${dir}/${name}.json 1e-10)
+  string(REPLACE ";" "|" many "${many}")
+  string(REPLACE ";" "|" cmp "${cmp}")
+  add_test(NAME cli.inference_${name} COMMAND ${CMAKE_COMMAND} "-DFIRST=${one}"
+           "-DSECOND=${many}" "-DCOMPARE=${cmp}" -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/same_losses.cmake)
+  math(EXPR timeout "300 * ${TRIDENT_TEST_TIMEOUT_FACTOR}")
+  set_tests_properties(cli.inference_${name} PROPERTIES TIMEOUT ${timeout}
+                       ENVIRONMENT "OMP_NUM_THREADS=1")
+endfunction()
+trident_same_inference(tp2_pp2_dp2_zero3 RANKS 8 ARGS --tp 2 --pp 2 --dp 2 --zero 3)
+trident_same_inference(tp2_cp2_sp RANKS 4 ARGS --tp 2 --cp 2 --sequence-parallel)

@@ -118,7 +118,7 @@ void for_each_visible_tile(const Chunks& q, const Chunks& k, F&& f) {
 template <class T>
 struct Scratch {
   Rows<T> storage;
-  Eigen::Map<Rows<T>, Eigen::Aligned64> view(int rows, int cols) {
+  Eigen::Map<Rows<T>, Eigen::AlignedMax> view(int rows, int cols) {
     if (storage.size() < Eigen::Index(rows) * cols) storage.resize(rows, cols);
     return {storage.data(), rows, cols};
   }
