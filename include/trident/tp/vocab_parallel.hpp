@@ -30,9 +30,9 @@ struct VocabParallelEmbedding {
   int C = 0;
 
   // h: (n, C) = g(wte[tokens]) + wpe[t], t a token's global position (tp.positions: its
-  // context-parallel chunk, cp/context_parallel.hpp); partial: (N, C) scratch; tokens: (N) in [s,
-  // b] order. wpe null: no learned positions (a model with rotary embeddings); dwpe is then null
-  // too.
+  // context-parallel chunk, cp/context_parallel.hpp); partial: (N, C) scratch; tokens: (N) in
+  // [s, b] order. wpe null: no learned positions (a model with rotary embeddings); dwpe is then
+  // null too.
   void forward(const TP& tp, T* h, T* partial, const std::int32_t* tokens, const T* wte,
                const T* wpe, int N, int B) const {
     nn::token_embedding_forward<Bk>(partial, tokens, wte, N, C, vocab_begin, vocab_begin + rows);

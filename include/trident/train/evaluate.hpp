@@ -65,8 +65,8 @@ template <class M, class T, class S, class B>
       sum += t.chunk(c).forward_only(micro[mb], in, out, scale);
     });
   }
-  // summed over the microbatches, DP replicas and CP ranks of the loss's stage (TP rank 0), as in
-  // step()
+  // summed over the microbatches, DP replicas and CP ranks of the loss's stage (TP rank 0), as
+  // in step()
   const bool counts = o.holds_loss(t.mesh().stage()) && t.mesh().coord().tp == 0;
   return t.mesh().world().all_reduce_value(counts ? sum : 0.0) / batches;
 }

@@ -149,12 +149,12 @@ double chunk_dp_bytes(Trainer<M, T, S, B>& t, int c) {
 //    (none when PP = 1: the virtual stages of one rank hand over in memory).
 //  CP (cp/ring_attention.hpp): per layer and microbatch cp - 1 K, V blocks forward, 2 (cp - 1)
 //    blocks backward (K, V and dK, dV); + cp - 1 with full recomputation.
-//  DP (ZeRO paper §7.2, plan::zero_dp_bytes, over the DP x CP group): stage 0 all-reduce of Psi; 1:
-//  reduce-scatter +
-//    all-gather of Psi; 2: reduce-scatter (per microbatch: m times) + all-gather;
-//    3: reduce-scatter, and each unit gathered as often as the stage reads it (UnitLayout's
-//    forward_reads, backward_reads: the embedding's backward needs no parameters; a tied unit
-//    read by the embedding and the head of one stage is gathered twice).
+//  DP (ZeRO paper §7.2, plan::zero_dp_bytes; over the DP x CP group): stage 0 all-reduce of
+//    Psi; 1: reduce-scatter + all-gather of Psi; 2: reduce-scatter (per microbatch: m times)
+//    + all-gather; 3: reduce-scatter, and each unit gathered as often as the stage reads it
+//    (UnitLayout's forward_reads, backward_reads: the embedding's backward needs no
+//    parameters; a tied unit read by the embedding and the head of one stage is gathered
+//    twice).
 //  emb: each tied parameter's gradient whose copies are on the first and the last pipeline rank
 //    (the part this rank holds), once per step; a layer split between neighbouring ranks sends
 //    its copy's over PP instead (train/trainer.hpp, sum_tied_gradients).

@@ -37,6 +37,19 @@ struct RunReport {
   double bubble = 0, bubble_formula = 0, busiest_idle = 0;
 };
 
+// CommStats' bytes per step on each axis, over `steps` steps.
+inline Traffic measured_traffic(double steps) {
+  auto bytes = [&](const char* axis) {
+    return double(comm_stats().of(axis).total().bytes) / steps;
+  };
+  // received bytes are the other side of a send: count what this rank sends
+  auto sent = [&](const char* axis) {
+    return double(comm_stats().of(axis)[CommOp::send].bytes) / steps;
+  };
+  // the gradient reduction runs over "dp", or "dp_cp" when CP > 1 (mesh/mesh.hpp)
+  return {bytes("tp"), sent("pp"), bytes("dp") + bytes("dp_cp"), bytes("emb"), sent("cp")};
+}
+
 // Measures intervals and CommStats over `steps` steps (the caller resets the counters before them).
 // Collective; the report is complete on world rank 0.
 template <class M, class T, class S, class B>
@@ -56,13 +69,7 @@ RunReport make_report(Trainer<M, T, S, B>& t, const std::vector<StepResult>& mea
   f.states = model_state_formula(t);
   f.formula = traffic_formula(t);
   const double n = std::max<std::size_t>(1, measured.size());
-  auto bytes = [&](const char* axis) { return double(comm_stats().of(axis).total().bytes) / n; };
-  // received bytes are the other side of a send: count what this rank sends
-  auto sent = [&](const char* axis) {
-    return double(comm_stats().of(axis)[CommOp::send].bytes) / n;
-  };
-  // the gradient reduction runs over "dp", or "dp_cp" when CP > 1 (mesh/mesh.hpp)
-  f.traffic = {bytes("tp"), sent("pp"), bytes("dp") + bytes("dp_cp"), bytes("emb"), sent("cp")};
+  f.traffic = measured_traffic(n);
   f.cp_wait = comm_stats().of("cp").total().seconds / n;
   for (const StepResult& r : measured)
     for (const pp::Interval& s : r.intervals) {
