@@ -1,4 +1,7 @@
-// float and bf16 mixed precision against the single-process reference in float, on TP2-PP2-DP2.
+// float and bf16 mixed precision against the single-process reference in float, on TP2-PP2-DP2
+// and with context parallelism on CP2-DP2. (Here, in the gpt2 bundle, not in the context-parallel
+// test's llama bundle: a Trainer<float, bf16> compiled there with the tests' flags would stand in
+// for the library's and break test_emulated's bit-for-bit comparison with it.)
 //
 // Tolerances, and why (measured values in brackets, from this test's first runs):
 //  - float: the meshes sum in other orders (GEMM blocking, TP/DP reductions), so results agree
@@ -24,4 +27,13 @@ TEST_CASE("float and bf16 mixed precision on TP2-PP2-DP2 (ZeRO-1 and ZeRO-3, m=2
     test::check_parity<float>(comm, o, 3, test::Tolerance{1e-6, 1e-5, 1e-4, true});
     test::check_parity<float, bf16>(comm, o, 3, test::Tolerance{5e-3, 5e-3, 3e-2, true});
   }
+}
+
+TEST_CASE("float and bf16 mixed precision on CP2-DP2 (ZeRO-1), ring attention") {
+  TRIDENT_RANKS(4, comm);
+  gpt2::Options o = test::small_options({1, 1, 2, 2});
+  o.batch = 4;
+  o.zero = ZeroPolicy{1};
+  test::check_parity<float>(comm, o, 3, test::Tolerance{1e-6, 1e-5, 1e-4, true});
+  test::check_parity<float, bf16>(comm, o, 3, test::Tolerance{5e-3, 5e-3, 3e-2, true});
 }
