@@ -3,6 +3,7 @@
 //
 //   ./plan --preset gpt3-175b --gpus 1024 --gpus-per-node 8 --global-batch 1536
 //   ./plan --preset gpt3-175b --gpus 1024 --tp 8 --pp 8 --dp 16     (a fixed mesh)
+//   ./plan --preset gpt3-13b --seq 32768 --gpus 64 --global-batch 64  (long sequences: CP)
 //   ./plan --layers 24 --hidden 2048 --heads 16 --vocab 51200 --seq 2048 --gpus 64
 //   ./plan --zero-table --params 7.5e9 --dp 64                     (ZeRO paper, Table 1)
 //
@@ -44,13 +45,14 @@ void print_zero_table(double psi, int nd, const Precision& p) {
 }
 
 void print_header() {
-  std::printf("%46s|%42s |%21s |%7s |%23s\n", "", "memory per GPU, GB", "GB per GPU per step", "",
+  std::printf("%50s|%42s |%28s |%7s |%23s\n", "", "memory per GPU, GB", "GB per GPU per step", "",
               "seconds per step");
   std::printf(
-      "%3s %3s %3s %5s %4s %2s %4s %2s %2s %-9s|%7s %6s %6s %6s %6s %6s |%7s %6s %6s "
+      "%3s %3s %3s %3s %5s %4s %2s %4s %2s %2s %-9s|%7s %6s %6s %6s %6s %6s |%7s %6s %6s %6s "
       "|%6s |%7s %7s %7s\n",
-      "#", "tp", "pp", "dp", "zero", "b", "m", "v", "sp", "recompute", "params", "grads", "optim",
-      "zero3", "activ", "total", "TP", "PP", "DP", "bubble", "compute", "comm", "step");
+      "#", "tp", "cp", "pp", "dp", "zero", "b", "m", "v", "sp", "recompute", "params", "grads",
+      "optim", "zero3", "activ", "total", "TP", "CP", "PP", "DP", "bubble", "compute", "comm",
+      "step");
 }
 
 void print_row(const std::string& label, const Candidate& x) {
@@ -58,13 +60,13 @@ void print_row(const std::string& label, const Candidate& x) {
   const Estimate& e = x.estimate;
   const MemoryBytes& mem = e.memory;
   std::printf(
-      "%3s %3d %3d %5d %4d %2d %4d %2d %2s %-9s|%7.1f %6.1f %6.1f %6.1f %6.1f %6.1f |"
-      "%7.1f %6.2f %6.1f |%5.1f%% |%7.3g %7.3g %7.3g\n",
-      label.c_str(), c.tp, c.pp, c.dp, c.zero, c.microbatch_size, c.microbatches, c.virtual_stages,
-      c.sequence_parallel ? "y" : "n", to_string(c.recompute), gb(mem.params), gb(mem.grads),
-      gb(mem.optimizer), gb(mem.zero3_buffers), gb(mem.activations), gb(mem.total()),
-      gb(e.comm_bytes.tp), gb(e.comm_bytes.pp), gb(e.comm_bytes.dp), 100 * e.bubble,
-      e.compute_s + e.bubble_s, e.comm_s(), e.step_s);
+      "%3s %3d %3d %3d %5d %4d %2d %4d %2d %2s %-9s|%7.1f %6.1f %6.1f %6.1f %6.1f %6.1f |"
+      "%7.1f %6.1f %6.2f %6.1f |%5.1f%% |%7.3g %7.3g %7.3g\n",
+      label.c_str(), c.tp, c.cp, c.pp, c.dp, c.zero, c.microbatch_size, c.microbatches,
+      c.virtual_stages, c.sequence_parallel ? "y" : "n", to_string(c.recompute), gb(mem.params),
+      gb(mem.grads), gb(mem.optimizer), gb(mem.zero3_buffers), gb(mem.activations), gb(mem.total()),
+      gb(e.comm_bytes.tp), gb(e.comm_bytes.cp), gb(e.comm_bytes.pp), gb(e.comm_bytes.dp),
+      100 * e.bubble, e.compute_s + e.bubble_s, e.comm_s(), e.step_s);
 }
 
 // The `top` best, leaving out a configuration with the mesh, microbatch size and predicted time
@@ -79,6 +81,7 @@ void print_best(const std::vector<Candidate>& found, int top) {
     bool same = false;
     for (const Candidate* y : shown)
       same = same || (y->config.tp == x.config.tp && y->config.pp == x.config.pp &&
+                      y->config.cp == x.config.cp &&
                       y->config.microbatch_size == x.config.microbatch_size &&
                       y->estimate.step_s == x.estimate.step_s);
     if (same) {
@@ -100,10 +103,12 @@ const char* links(bool crosses) {
   return crosses ? "inter-node" : "intra-node";
 }
 
-void explain(const Candidate& best, const ClusterSpec& cl) {
+void explain(const ModelSpec& m, const Candidate& best, const ClusterSpec& cl) {
   const Config& c = best.config;
   const Estimate& e = best.estimate;
-  std::printf("\nWhy #1 (rank = tp + TP*(dp + DP*pp): TP fills a node first, PP is slowest):\n");
+  std::printf(
+      "\nWhy #1 (rank = tp + TP*(cp + CP*(dp + DP*pp)): TP fills a node first, PP is "
+      "slowest):\n");
   if (c.tp > 1)
     std::printf(
         "- TP=%d runs %s: %d all-reduces of b*s*h per layer per microbatch, %.0f GB per "
@@ -112,6 +117,13 @@ void explain(const Candidate& best, const ClusterSpec& cl) {
         c.tp, where(e.crosses_nodes.tp), tp_all_reduces_per_layer(c.recompute), gb(e.comm_bytes.tp),
         e.tp_s, gb(link_bandwidth(cl, e.crosses_nodes.tp)), gb(cl.inter_node_bw),
         e.comm_bytes.tp / cl.inter_node_bw);
+  if (c.cp > 1)
+    std::printf(
+        "- CP=%d runs %s: each GPU holds s/cp = %d tokens of every sequence, so its activations "
+        "are 1/%d of CP=1's; attention's keys and values go round the ring, 3 (cp-1) blocks of "
+        "2*b*(s/cp)*h/t per layer per microbatch (Liu et al. 2023): %.2f GB per GPU per step, "
+        "%.2f s if not hidden behind the blocks' computation.\n",
+        c.cp, where(e.crosses_nodes.cp), m.seq / c.cp, c.cp, gb(e.comm_bytes.cp), e.cp_s);
   if (c.pp > 1)
     std::printf(
         "- PP=%d runs %s, but sends only one activation (b*s*h/t) per microbatch per "
@@ -119,11 +131,12 @@ void explain(const Candidate& best, const ClusterSpec& cl) {
         "(p-1)/(v*m) = %d/(%d*%d) = %.1f%% of compute.\n",
         c.pp, where(e.crosses_nodes.pp), gb(e.comm_bytes.pp), e.pp_s, c.pp - 1, c.virtual_stages,
         c.microbatches, 100 * e.bubble);
-  if (c.dp > 1)
+  if (c.dp * c.cp > 1)
     std::printf(
-        "- DP=%d with ZeRO-%d runs %s over a shard of %.3g parameters (1/(TP*PP) of the "
+        "- DP=%d%s with ZeRO-%d runs %s over a shard of %.3g parameters (1/(TP*PP) of the "
         "model): %.1f GB per GPU per step, %.2f s.\n",
-        c.dp, c.zero, where(e.crosses_nodes.dp), static_cast<double>(e.shard_parameters),
+        c.dp, c.cp > 1 ? (" (x CP=" + std::to_string(c.cp) + ": the same parameters)").c_str() : "",
+        c.zero, where(e.crosses_nodes.dp), static_cast<double>(e.shard_parameters),
         gb(e.comm_bytes.dp), e.dp_s);
   std::printf(
       "- memory %.1f of %.0f GB: model states %.1f, activations %.1f (recompute %s, "
@@ -146,10 +159,10 @@ std::string nothing_fits(const ModelSpec& m, const ClusterSpec& cl, int batch, c
     if (x.estimate.memory.total() < least->estimate.memory.total()) least = &x;
   char text[256];
   std::snprintf(text, sizeof text,
-                "no configuration fits in %.0f GB per GPU; the smallest (TP=%d PP=%d DP=%d "
+                "no configuration fits in %.0f GB per GPU; the smallest (TP=%d CP=%d PP=%d DP=%d "
                 "ZeRO-%d b=%d recompute %s) needs %.1f GB",
-                gb(cl.memory_bytes), least->config.tp, least->config.pp, least->config.dp,
-                least->config.zero, least->config.microbatch_size,
+                gb(cl.memory_bytes), least->config.tp, least->config.cp, least->config.pp,
+                least->config.dp, least->config.zero, least->config.microbatch_size,
                 to_string(least->config.recompute), gb(least->estimate.memory.total()));
   return text;
 }
@@ -172,7 +185,7 @@ void contrast_with_zero3(const ModelSpec& m, const ClusterSpec& cl, int batch, c
                 gb(e.memory.total()), gb(e.memory.activations), e.fits ? "fits" : "does not fit");
   }
   Search zero3;
-  zero3.tp = zero3.pp = 1;
+  zero3.tp = zero3.pp = zero3.cp = 1;
   zero3.dp = cl.gpus;
   zero3.zero_stages = {3};
   const auto z = rank_configurations(m, cl, zbatch, p, zero3);
@@ -234,6 +247,7 @@ void add_flags(cli::App& app, Flags& f) {
   app.add_option("--precision", f.precision, "mixed or fp32")->capture_default_str();
   app.add_option("--tp", f.search.tp, "fix tensor parallelism");
   app.add_option("--pp", f.search.pp, "fix pipeline parallelism");
+  app.add_option("--cp", f.search.cp, "fix context parallelism (1: none)");
   app.add_option("--dp", f.search.dp, "fix data parallelism (Nd of --zero-table)");
   app.add_option("--top", f.top, "configurations to print")->capture_default_str();
   app.add_flag("--zero-table", f.zero_table, "print ZeRO's model-state table for --params, --dp");
@@ -304,8 +318,9 @@ int main(int argc, char** argv) {
     print_setup(m, cl, f, p);
     std::printf("%zu configurations fit; the best by predicted step time:\n", found.size());
     print_best(found, f.top);
-    explain(found.front(), cl);
-    if (!f.search.tp && !f.search.pp && !f.search.dp) contrast_with_zero3(m, cl, f.batch, p);
+    explain(m, found.front(), cl);
+    if (!f.search.tp && !f.search.pp && !f.search.dp && !f.search.cp)
+      contrast_with_zero3(m, cl, f.batch, p);
     return 0;
   });
 }

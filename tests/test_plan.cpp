@@ -321,3 +321,81 @@ TEST_CASE(
   CHECK(e.step_s > 2 * three_d.front().estimate.step_s);
   CHECK(e.overlapped_step_s() > three_d.front().estimate.step_s);
 }
+
+TEST_CASE("context parallelism by hand: activations, ring bytes, DP x CP, links, bad sizes") {
+  const Precision p = Precision::mixed();
+  Config c;
+  c.microbatch_size = 2;
+  c.cp = 2;  // each rank holds s/2 = 2 tokens: (s/2) b h (34 + 5 a s / h) = 32 * 39
+  CHECK(layer_activation_bytes(tiny, c, p) == 2496 / 2);
+  c.tp = 2, c.sequence_parallel = true;  // 32 (34/2 + 2.5)
+  CHECK(layer_activation_bytes(tiny, c, p) == 1248 / 2);
+  // ring: L/p = 4 layers x m = 1 x 3 blocks (one forward, two backward) x (cp-1) = 1 x
+  // 2 b (s/cp) h / t = 2 * 32 / 2 values of 2 bytes
+  CHECK(cp_bytes(tiny, c, p) == 4 * 3 * 1 * 64);
+  c.recompute = Recompute::full;  // the ring again in the recomputed forward
+  CHECK(cp_bytes(tiny, c, p) == 4 * 4 * 1 * 64);
+  c.recompute = Recompute::none;
+  CHECK(tp_bytes(tiny, c, p) == 4 * 4 * 64);  // b (s/cp) h = 32 values = 64 bytes per call
+  // DP: CP ranks hold the same parameters and reduce with DP's: a ring over DP x CP = 4
+  c.dp = 2;
+  CHECK(dp_bytes(1000, c, p) == 2 * 1000 * 2 * 0.75);
+  c.zero = 1;  // optimizer states partitioned over the 4
+  CHECK(memory_bytes(tiny, c, p).optimizer == 12.0 * double(shard_parameters(tiny, 2, 1)) / 4);
+
+  // links under rank = tp + TP*(cp + CP*(dp + DP*pp)) on nodes of 8
+  ClusterSpec cl;
+  cl.gpus = 16, cl.gpus_per_node = 8;
+  auto mesh = [](int tp, int cp, int pp, int dp) {
+    Config m{tp, pp, dp};
+    m.cp = cp;
+    return m;
+  };
+  CHECK(!crosses_nodes(cl, mesh(4, 2, 2, 1)).cp);  // TP x CP = 8: a node per stage
+  CHECK(crosses_nodes(cl, mesh(4, 2, 2, 1)).pp);
+  CHECK(crosses_nodes(cl, mesh(8, 2, 1, 1)).cp);  // TP fills the node: the ring crosses
+  CHECK(!crosses_nodes(cl, mesh(8, 2, 1, 1)).tp);
+  CHECK(crosses_nodes(cl, mesh(2, 2, 1, 4)).dp);  // the DP x CP group of 8 spans 16 ranks
+  CHECK(!crosses_nodes(cl, mesh(2, 2, 1, 4)).cp);
+
+  // bad sizes: the zigzag split needs 2 cp chunks; the product counts CP
+  ModelSpec m = tiny;  // s = 4
+  cl.gpus = 4;
+  CHECK(invalid_reason(m, cl, mesh(1, 4, 1, 1)) ==
+        "CP=4 does not split the sequence of 4 tokens into 8 chunks (zigzag: 2 per rank)");
+  CHECK(invalid_reason(m, cl, mesh(1, 2, 1, 1)) ==
+        "mesh TP=1 x CP=2 x PP=1 x DP=1 = 2 GPUs, not 4");
+  CHECK(invalid_reason(m, cl, mesh(1, 2, 1, 2)).empty());
+  Search fixed;
+  fixed.cp = 4;
+  CHECK(error_of([&] { rank_configurations(m, cl, 4, p, fixed); }) ==
+        "CP=4 does not split the sequence of 4 tokens of tiny into 8 chunks (zigzag: 2 per rank)");
+}
+
+TEST_CASE("long sequences: GPT-3 13B at 32K tokens on 64 A100s, best with CP inside a node") {
+  ModelSpec m = preset("gpt3-13b");
+  m.seq = 32768;
+  ClusterSpec cl;
+  cl.gpus = 64;
+  const Precision p = Precision::mixed();
+  const auto ranked = rank_configurations(m, cl, 64, p);
+  REQUIRE(!ranked.empty());
+  const Candidate& best = ranked.front();
+  CHECK(best.config.cp > 1);
+  CHECK(best.config.tp * best.config.cp <= cl.gpus_per_node);  // both inside a node
+  CHECK(!best.estimate.crosses_nodes.cp);
+  // the same mesh without the ring: twice the tokens per rank, and it no longer fits
+  Config no_cp = best.config;
+  no_cp.cp = 1;
+  no_cp.dp *= best.config.cp;
+  no_cp.microbatches /= best.config.cp;
+  const Estimate e = estimate(m, cl, no_cp, p);
+  CHECK(e.memory.activations ==
+        doctest::Approx(best.config.cp * best.estimate.memory.activations).epsilon(0.05));
+  CHECK(!e.fits);
+  // no configuration without CP is predicted faster
+  Search without;
+  without.cp = 1;
+  const auto flat = rank_configurations(m, cl, 64, p, without);
+  if (!flat.empty()) CHECK(flat.front().estimate.step_s > best.estimate.step_s);
+}

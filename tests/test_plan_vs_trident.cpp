@@ -18,11 +18,11 @@ namespace {
 
 // A small model whose units are not multiples of DP (padding: a layer has C (12 C + 13)
 // elements, 2 x odd for C = 18) and whose vocabulary is not a multiple of TP (vocab padding);
-// TP = 4 and 8 need as many heads and hidden sizes they divide.
+// TP = 4 and 8 need as many heads and hidden sizes they divide; CP = 4 a sequence of 8 chunks.
 gpt2::Options options(MeshShape mesh, int zero, int microbatches = 1) {
   gpt2::Options o;
   const int heads = std::max(2, mesh.tp);
-  o.model = {250, 12, 4, mesh.tp == 8 ? 24 : mesh.tp == 4 ? 20 : 18, heads, 3};
+  o.model = {250, mesh.cp == 4 ? 16 : 12, 4, mesh.tp == 8 ? 24 : mesh.tp == 4 ? 20 : 18, heads, 3};
   o.mesh = mesh;
   o.zero.stage = zero;
   o.microbatches = microbatches;
@@ -32,9 +32,11 @@ gpt2::Options options(MeshShape mesh, int zero, int microbatches = 1) {
 
 std::string describe(const gpt2::Options& o) {
   return "TP" + std::to_string(o.mesh.tp) + "-PP" + std::to_string(o.mesh.pp) + "-DP" +
-         std::to_string(o.mesh.dp) + " ZeRO-" + std::to_string(o.zero.stage) +
-         " m=" + std::to_string(o.microbatches) + " v=" + std::to_string(o.virtual_stages) + " " +
-         pp::to_string(o.schedule) + (o.recompute == Recompute::full ? " recompute" : "") +
+         std::to_string(o.mesh.dp) + "-CP" + std::to_string(o.mesh.cp) + " " +
+         to_string(o.cp_split) + (o.sequence_parallel ? " SP" : "") + " ZeRO-" +
+         std::to_string(o.zero.stage) + " m=" + std::to_string(o.microbatches) +
+         " v=" + std::to_string(o.virtual_stages) + " " + pp::to_string(o.schedule) +
+         (o.recompute == Recompute::full ? " recompute" : "") +
          (o.zero.reduce == GradReduce::per_step ? " per-step" : "") +
          (o.zero.keep_gathered ? " keep-gathered" : "") + " layers " +
          pp::half_split_text(layer_split(o));
@@ -75,7 +77,10 @@ void check_step(const gpt2::Options& o) {
   CHECK(double(memory_stats().peak(MemoryKind::activations)) == st.activations);
   CHECK(double(comm_stats().of("tp").total().bytes) == st.bytes.tp);
   CHECK(double(comm_stats().of("pp")[CommOp::send].bytes) == st.bytes.pp);
-  CHECK(double(comm_stats().of("dp").total().bytes) == st.bytes.dp);
+  CHECK(double(comm_stats().of("cp")[CommOp::send].bytes) == st.bytes.cp);
+  CHECK((o.mesh.cp > 1) == (st.bytes.cp > 0));
+  CHECK(double(comm_stats().of("dp").total().bytes + comm_stats().of("dp_cp").total().bytes) ==
+        st.bytes.dp);
   CHECK(double(comm_stats().of("emb").total().bytes) == st.bytes.emb);
 }
 
@@ -105,6 +110,10 @@ TEST_CASE("model states: the cost model's bytes are MemoryStats' bytes on every 
   o.virtual_stages = 2;
   check_model_states<float, float>(o);
   check_model_states<double, double>(o);
+  // CP: ZeRO partitions over DP x CP, so units are padded to a multiple of it
+  for (const MeshShape& mesh : {MeshShape{1, 1, 2, 2}, MeshShape{2, 1, 1, 2}, MeshShape{1, 2, 1, 2},
+                                MeshShape{2, 1, 2, 2}, MeshShape{1, 1, 1, 4}})
+    for (int zero = 0; zero <= 3; ++zero) check(mesh, zero, zero % 2);
 }
 
 TEST_CASE("one step: activation peak and bytes per axis as predicted") {
@@ -138,6 +147,38 @@ TEST_CASE("one step: activation peak and bytes per axis as predicted") {
   half_rec.recompute = Recompute::full;
   half_rec.pp_layers = {0.5, 3.5};
   check_step(half_rec);
+  // zero-bubble schedules: B keeps the linear layers' inputs and their outputs' gradients for W
+  gpt2::Options zb = options({1, 2, 2}, 2, 4);
+  zb.schedule = pp::ScheduleKind::zb_h1;
+  check_step(zb);
+  gpt2::Options zb_sp = options({2, 2, 1}, 0, 4);
+  zb_sp.schedule = pp::ScheduleKind::zb_h1;
+  zb_sp.sequence_parallel = true;
+  check_step(zb_sp);
+  gpt2::Options zbv = options({1, 2, 2}, 1, 4);
+  zbv.schedule = pp::ScheduleKind::zbv;
+  zbv.virtual_stages = 2;
+  check_step(zbv);
+}
+
+TEST_CASE("one step under CP: the ring's bytes, DP x CP's, the activation peak as predicted") {
+  check_step(options({1, 1, 1, 2}, 0));
+  check_step(options({1, 1, 1, 4}, 1));
+  gpt2::Options contiguous = options({1, 1, 1, 4}, 0);
+  contiguous.cp_split = CpSplit::contiguous;
+  check_step(contiguous);
+  // TP2-CP2 with SP (ZeRO-0: each rank reduces the TP-replicated gradients in full, where a
+  // ZeRO shard holds a rank's own share of them and the model counts an average one)
+  gpt2::Options sp = options({2, 1, 1, 2}, 0, 2);
+  sp.sequence_parallel = true;
+  check_step(sp);
+  check_step(options({2, 1, 2, 2}, 3));  // TP2-CP2-DP2, ZeRO-3 over DP x CP
+  gpt2::Options pp = options({1, 2, 1, 2}, 1, 4);
+  pp.recompute = Recompute::full;  // the ring again in each layer's recomputation
+  check_step(pp);
+  gpt2::Options zb = options({1, 2, 2, 2}, 2, 4);
+  zb.schedule = pp::ScheduleKind::zb_h1;
+  check_step(zb);
 }
 
 TEST_CASE("fits and machines: least squares, one latency per batch, ring bytes over links") {

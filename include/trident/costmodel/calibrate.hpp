@@ -32,6 +32,7 @@
 #include "../backend/cpu/threads.hpp"
 #include "../core/comm.hpp"
 #include "../core/memory.hpp"
+#include "../cp/attention.hpp"
 #include "../nn/nn.hpp"
 #include "../optim/adamw.hpp"
 #include "../tensor/matrix.hpp"
@@ -141,10 +142,24 @@ inline double measure_gemm_flops(const Comm& world, int rows, int inner, int col
 
 // One rank's share of a microbatch through a layer: N = B seq rows (n of them in the LayerNorm
 // regions), hidden C, Cl = C / t columns and Hl = H / t heads of D on this rank; the head's
-// vocab_rows of the vocabulary.
+// vocab_rows of the vocabulary. Under CP seq is the rank's tokens of each sequence, split as
+// `split` over a ring of cp ranks.
 struct LayerShape {
   int B = 1, seq = 1, C = 1, Cl = 1, Hl = 1, D = 1, n = 1, vocab_rows = 1;
+  int cp = 1;
+  CpSplit split = CpSplit::zigzag;
   int N() const { return B * seq; }
+};
+
+// The ring of attention for shape s: cp consecutive ranks of `world` (none when CP = 1).
+struct CalibrationRing {
+  Comm comm;
+  ContextParallel<backend::Cpu> cp;
+  CalibrationRing(const Comm& world, const LayerShape& s)
+      : comm(world.split(world.rank() / s.cp, world.rank(), "calibrate")) {
+    cp.split = s.split;
+    if (s.cp > 1) cp.ring = backend::DeviceComm<backend::Cpu>(comm, backend::CollectivePath::mpi);
+  }
 };
 
 // Seconds per microbatch of trident's kernels other than the linear layers' GEMMs, forward and
@@ -152,15 +167,21 @@ struct LayerShape {
 // softmax(Q K^T / sqrt(D)) V with its small products), GELU, and the passes over its residual
 // stream (n, C) — which every TP rank makes in full: per half, the forward's copy out of the
 // all-reduce, bias and residual adds, the backward's bias gradient and residual add
-// (models/gpt2/block.hpp, tp/linear.hpp); the head's cross-entropy.
+// (models/gpt2/block.hpp, tp/linear.hpp); the head's cross-entropy. Under CP the attention core
+// is the ring's (cp/attention.hpp) over groups of cp consecutive ranks: its blocks' transfers
+// and the waits the slowest rank of a ring leaves the others are in the figure.
 inline std::pair<double, double> measure_kernel_seconds(const Comm& world, const LayerShape& s) {
   const int N = s.N(), V = s.vocab_rows;
+  const CalibrationRing ring(world, s);
+  require(world.size() % s.cp == 0, "calibration: CP=" + std::to_string(s.cp) +
+                                        " does not divide " + std::to_string(world.size()) +
+                                        " ranks");
   std::vector<float> x(std::size_t(s.n) * s.C, 0.1f), y(x.size()), dx(x.size()),
       stats(2 * std::size_t(s.n));
   std::vector<float> w(s.C, 1.f), dw(s.C), db(s.C);
   std::vector<float> qkv(std::size_t(N) * 3 * s.Hl * s.D, 0.01f), dqkv(qkv.size());
   std::vector<float> att(std::size_t(N) * s.Hl * s.D), datt(att.size(), 0.01f);
-  std::vector<float> probs(std::size_t(s.B) * s.Hl * s.seq * s.seq),
+  std::vector<float> probs(std::size_t(s.B) * s.Hl * s.seq * s.seq * s.cp),
       fc(std::size_t(N) * 4 * s.Cl, 0.1f), act(fc.size());
   std::vector<float> logits(std::size_t(N) * V, 0.01f), losses(N);
   std::vector<std::int32_t> targets(N, 0);
@@ -173,10 +194,11 @@ inline std::pair<double, double> measure_kernel_seconds(const Comm& world, const
         nn::layernorm_backward(dx.data(), dw.data(), db.data(), y.data(), x.data(), w.data(),
                                stats.data(), stats.data() + s.n, s.n, s.C);
         if (ln == 0)
-          nn::attention_forward(att.data(), probs.data(), qkv.data(), s.B, s.seq, s.Hl, s.D);
+          attention_forward(ring.cp, att.data(), probs.data(), qkv.data(), s.B, s.seq, s.Hl, s.Hl,
+                            s.D);
         if (ln == 0)
-          nn::attention_backward(dqkv.data(), datt.data(), qkv.data(), probs.data(), s.B, s.seq,
-                                 s.Hl, s.D);
+          attention_backward(ring.cp, dqkv.data(), datt.data(), qkv.data(), att.data(),
+                             probs.data(), s.B, s.seq, s.Hl, s.Hl, s.D);
         if (ln == 1) nn::gelu_forward(act.data(), fc.data(), fc.size());
         if (ln == 1) nn::gelu_backward(act.data(), act.data(), fc.data(), fc.size());
         MatMap<float> out(dx.data(), s.n, s.C);

@@ -23,7 +23,7 @@ struct MeasuredRun {
   double loss = 0;    // of the last step
   double wire = 0;    // bytes per step sent over the links between nodes, all nodes (wire.hpp)
   // per rank (world rank 0), seconds per step inside each axis' calls and waits (CommStats)
-  std::vector<std::array<double, 5>> comm_s;  // tp, pp, dp, emb, world
+  std::vector<std::array<double, 5>> comm_s;  // tp, pp, dp (over DP x CP), emb, world
 };
 
 // Builds the trainer, runs `warmup` steps, then `steps` measured ones (counters reset between).
@@ -48,6 +48,7 @@ MeasuredRun measure_run(const Comm& world, const gpt2::Options& o, const TokenSo
   std::array<double, 5> mine{};
   const char* axes[5] = {"tp", "pp", "dp", "emb", "world"};
   for (int k = 0; k < 5; ++k) mine[k] = comm_stats().of(axes[k]).total().seconds / steps;
+  mine[2] += comm_stats().of("dp_cp").total().seconds / steps;  // DP x CP's reductions (CP > 1)
   run.report = make_report(t, results);
   std::vector<double> all(5 * std::size_t(world.size()));
   world.all_gather(Span<const double>(mine.data(), 5), Span<double>(all));
@@ -61,8 +62,9 @@ MeasuredRun measure_run(const Comm& world, const gpt2::Options& o, const TokenSo
 inline LayerShape layer_shape(const gpt2::Options& o) {
   const ActivationShape a = activation_shape(o);
   const int t = o.mesh.tp;
-  return {o.rows_per_microbatch(), o.model.seq,         o.model.hidden, o.model.hidden / t,
-          o.model.heads / t,       o.model.head_size(), int(a.n),       int(a.vocab_rows)};
+  return {
+      o.rows_per_microbatch(), int(a.seq), o.model.hidden,    o.model.hidden / t, o.model.heads / t,
+      o.model.head_size(),     int(a.n),   int(a.vocab_rows), o.mesh.cp,          o.cp_split};
 }
 
 // This machine calibrated for run `o`, on every rank of `world` at once: the compute rates at

@@ -9,8 +9,11 @@
 //     loss; under SP (Korthikanti et al. 2022) the conjugates, and an all-reduce of the
 //     TP-replicated gradients per step (counted here for an average DP shard);
 //   PP (Narayanan et al. 2021 §4.1): b s h (b s h / t under SP) per microbatch per boundary;
-//   DP (ZeRO §7.2), per unit: ZeRO-0 an all-reduce; 1 a reduce-scatter and an all-gather; 2 the
-//     reduce-scatter per microbatch; 3 also the unit gathered before each forward and backward;
+//   CP (cp/ring_attention.hpp): per layer and microbatch cp - 1 blocks of K, V (2 b s h / (t cp))
+//     forward, 2 (cp - 1) backward (K, V and dK, dV), cp - 1 more with full recomputation;
+//   DP (ZeRO §7.2), over DP x CP, per unit: ZeRO-0 an all-reduce; 1 a reduce-scatter and an
+//     all-gather; 2 the reduce-scatter per microbatch; 3 also the unit gathered before each forward
+//     and backward;
 //   emb: the tied word embedding's gradient between the first and last stage, once per step.
 // Time: nothing overlaps, as in the planner's estimate(). A microbatch costs its linear layers'
 // GEMM FLOPs (Narayanan et al. 2021 §5.1: 24 b s h^2 per layer forward, 2 b s h V for the head,
@@ -19,6 +22,10 @@
 // microbatches on the slowest stage plus each other stage's once to fill and drain (Huang et
 // al. 2019; Narayanan et al. 2021 §2.2: (p - 1)/v stages' worth); then come the DP reductions
 // and all-gathers, the tied embedding, the loss and norm all-reduces, and AdamW.
+// CP: a rank computes its seq / cp tokens, and its attention 1/cp of the causal pairs (the zigzag
+// split's balance; a cluster's prediction assumes it). On this machine the attention core is
+// calibrated as the ring runs it, its transfers and the waits they leave included
+// (calibrate.hpp); on a cluster the ring's bytes are priced at the link's rate, not overlapped.
 #pragma once
 
 #include <algorithm>
@@ -39,8 +46,8 @@ namespace trident::costmodel {
 using namespace plan;
 
 struct AxisFigures {
-  double tp = 0, pp = 0, dp = 0, emb = 0;
-  double total() const { return tp + pp + dp + emb; }
+  double tp = 0, pp = 0, dp = 0, emb = 0, cp = 0;
+  double total() const { return tp + pp + dp + emb + cp; }
 };
 
 // One rank of a pipeline stage.
@@ -67,7 +74,7 @@ namespace detail {
 // pipeline message; and GEMM FLOPs and filled buffer bytes of one layer and of the head, all
 // per microbatch on one rank.
 struct MicrobatchWork {
-  double act = 0, rows = 0, message = 0;
+  double act = 0, rows = 0, message = 0, kv_block = 0;  // kv_block: K, V of one ring step
   double layer_flops = 0, layer_linear_flops = 0, head_flops = 0, layer_fill = 0, head_fill = 0;
   double attention_share = 0;  // of a layer's FLOPs, in its attention half (nn/flops.hpp)
 };
@@ -84,13 +91,15 @@ inline MicrobatchWork microbatch_work(const gpt2::Options& o, const Precision& p
   MicrobatchWork w;
   w.act = a.N * a.C * e, w.rows = a.N * e;
   w.message = w.act / (o.sequence_parallel && tp > 1 ? tp : 1);
-  // Narayanan et al. 2021 §5.1, one TP rank's share: forward, backward (twice), recomputation
+  w.kv_block = 2 * a.N * a.Cl * e;
+  // Narayanan et al. 2021 §5.1, one TP and CP rank's share: forward, backward (twice),
+  // recomputation
   const double passes = 3 + (o.recompute == Recompute::full ? 1 : 0);
-  w.layer_flops = passes * layer_forward_flops(model_spec(o.model), a.B) / tp;
+  w.layer_flops = passes * layer_forward_flops(model_spec(o.model), a.B) / (tp * o.mesh.cp);
   w.layer_linear_flops = passes * 24 * a.N * a.C * a.C / tp;  // without attention's 4 B s^2 h
   w.head_flops = 3 * 2 * a.N * a.C * a.vocab_rows;
-  w.attention_share = nn::gpt_attention_half_forward_flops(a.seq, a.C, 1) /
-                      nn::gpt_layer_forward_flops(a.seq, a.C, 1);
+  w.attention_share = nn::gpt_attention_half_forward_flops(a.keys, a.C, 1) /
+                      nn::gpt_layer_forward_flops(a.keys, a.C, 1);
   // models/gpt2/block.hpp's buffers: activations (twice with recomputation) and temporaries
   const double temps = a.N * a.C + a.n * a.C + 8 * a.N * a.Cl + a.N * a.C + 2 * a.n * a.C;
   w.layer_fill =
@@ -128,8 +137,9 @@ inline double add_tp_calls(StagePrediction& st, const ChunkUnits& k, const gpt2:
   // per layer, half in each half (f and g of the attention, of the MLP)
   const double n = (k.attention + k.mlp) * plan::tp_all_reduces_per_layer(o.recompute) / 2 +
                    k.embedding + k.head;
-  double bytes = n * w.act, sec = n * machine.seconds(CommOp::all_reduce, tp, w.act, crosses, true);
-  if (o.sequence_parallel) bytes += (k.embedding + k.head) * w.act;  // the conjugates
+  // under SP each all-reduce is an all-gather and a reduce-scatter, each counting the buffer
+  double bytes = n * w.act * (o.sequence_parallel ? 2 : 1),
+         sec = n * machine.seconds(CommOp::all_reduce, tp, w.act, crosses, true);
   if (k.head)
     bytes += 3 * w.rows, sec += machine.seconds(CommOp::all_reduce, tp, w.rows, crosses, true) +
                                 machine.seconds(CommOp::all_reduce, tp, 2 * w.rows, crosses, true);
@@ -141,20 +151,34 @@ inline double add_tp_calls(StagePrediction& st, const ChunkUnits& k, const gpt2:
                     : u.name == "wpe"  ? double(o.model.seq) * o.model.hidden
                     : u.name == "ln_f" ? 2.0 * o.model.hidden
                                        : 0.0;
-    const double b = replicated / (o.zero.stage >= 1 ? o.mesh.dp : 1) * p.grad_bytes;
+    const double b = replicated / (o.zero.stage >= 1 ? zero_group(o) : 1) * p.grad_bytes;
     st.bytes.tp += b, st.after_s += machine.seconds(CommOp::all_reduce, tp, b, crosses);
   }
   return sec;
 }
 
-// PP of virtual stage g: a message each way per boundary per microbatch, added to st. Returns
-// the seconds of one microbatch's messages.
+// PP of virtual stage g: a message each way per boundary per microbatch (ZB-V's turn, between
+// two chunks of one rank, too: the executor sends it over the pipeline group), added to st.
+// Returns the seconds of one microbatch's messages.
 inline double add_pp_calls(StagePrediction& st, int g, const gpt2::Options& o,
                            const MicrobatchWork& w, const Machine& machine, bool crosses) {
   const double boundaries = (g > 0) + (g < o.mesh.pp * o.virtual_stages - 1);
   const double sec =
       boundaries > 0 ? boundaries * machine.seconds(CommOp::send, 2, w.message, crosses, true) : 0;
   st.bytes.pp += o.microbatches * boundaries * w.message, st.seconds.pp += o.microbatches * sec;
+  return sec;
+}
+
+// CP of chunk k: its attention halves' ring steps per microbatch, added to st. Returns the seconds
+// of one microbatch's steps: none on this machine, where the calibrated attention core holds
+// them; on a cluster, their bytes at the link's rate.
+inline double add_cp_calls(StagePrediction& st, const ChunkUnits& k, const gpt2::Options& o,
+                           const MicrobatchWork& w, const Machine& machine, bool crosses) {
+  if (o.mesh.cp == 1) return 0;
+  const double passes = o.recompute == Recompute::full ? 4 : 3;  // forward, 2 backward, again
+  const double bytes = k.attention * passes * (o.mesh.cp - 1) * w.kv_block;
+  const double sec = machine.measured ? 0 : machine.seconds(CommOp::send, 2, bytes, crosses);
+  st.bytes.cp += o.microbatches * bytes, st.seconds.cp += o.microbatches * sec;
   return sec;
 }
 
@@ -172,12 +196,15 @@ inline void add_unit_calls(StagePrediction& st, DpCalls& calls, const UnitSize& 
                            const ChunkUnits& k, const gpt2::Options& o, const Precision& p,
                            const Machine& machine, bool pp_crosses, int s) {
   const ZeroPolicy& z = o.zero;
-  const int dp = o.mesh.dp, m = o.microbatches;
+  const int dp = zero_group(o), m = o.microbatches;
   const double b = u.padded * p.param_bytes;
   const double held = u.padded / (z.stage == 0 ? 1 : dp) * p.grad_bytes;  // of its gradient
   const bool split = u.tied_rank >= 0 && u.tied_rank != s;  // the other copy on another rank
   const bool ends = std::min(s, u.tied_rank) == 0 && std::max(s, u.tied_rank) == o.mesh.pp - 1;
-  if ((o.mesh.pp > 1 && u.name == "wte") || (split && ends)) {
+  const pp::ChunkMap map = o.chunk_map();
+  const int last = o.mesh.pp * o.virtual_stages - 1;
+  const bool wte_apart = u.name == "wte" && map.rank(0) != map.rank(last);  // not ZB-V's
+  if ((o.mesh.pp > 1 && wte_apart) || (split && ends)) {
     // tied copies on the first and the last stage: summed over the embedding group
     st.bytes.emb += held,
         st.seconds.emb += machine.seconds(CommOp::all_reduce, 2, held, pp_crosses);
@@ -210,7 +237,7 @@ inline void add_unit_calls(StagePrediction& st, DpCalls& calls, const UnitSize& 
 inline std::pair<double, double> dp_seconds(StagePrediction& st, const DpCalls& calls,
                                             const gpt2::Options& o, const Machine& machine,
                                             bool crosses) {
-  const int dp = o.mesh.dp;
+  const int dp = zero_group(o);
   const double loop = machine.seconds(CommOp::all_gather, dp, calls.gather_fwd, crosses, true) +
                       machine.seconds(CommOp::all_gather, dp, calls.gather_bwd, crosses, true) +
                       machine.seconds(CommOp::reduce_scatter, dp, calls.scatter, crosses, true);
@@ -227,7 +254,7 @@ inline std::pair<double, double> dp_seconds(StagePrediction& st, const DpCalls& 
 inline StagePrediction predict_stage(const gpt2::Options& o, const Precision& p,
                                      const Machine& machine, const MicrobatchWork& w, int s,
                                      const CrossesNodes& x) {
-  const int m = o.microbatches, dp = o.mesh.dp;
+  const int m = o.microbatches, dp = zero_group(o);
   StagePrediction st;
   st.states = stage_model_states(o, s, p);
   st.activations = stage_activation_bytes(o, s, p);
@@ -239,7 +266,8 @@ inline StagePrediction predict_stage(const gpt2::Options& o, const Precision& p,
     st.flops += m * (layer_work(k, w) * w.layer_flops + (k.head ? w.head_flops : 0));
     compute_mb += chunk_compute_s(k, w, machine, o.recompute);
     calls_mb += add_tp_calls(st, k, o, p, w, machine, x.tp);
-    calls_mb += add_pp_calls(st, c * o.mesh.pp + s, o, w, machine, x.pp);
+    calls_mb += add_pp_calls(st, o.chunk_map().virtual_stage(c, s), o, w, machine, x.pp);
+    calls_mb += add_cp_calls(st, k, o, w, machine, x.cp);
     for (const UnitSize& u : k.units) add_unit_calls(st, calls, u, k, o, p, machine, x.pp, s);
   }
   const auto [loop_dp, after_dp] = dp_seconds(st, calls, o, machine, x.dp);
@@ -264,7 +292,7 @@ inline Prediction predict(const gpt2::Options& o, const Precision& p, const Mach
   Prediction r;
   if (!machine.measured) {
     Config c;
-    c.tp = o.mesh.tp, c.pp = o.mesh.pp, c.dp = o.mesh.dp;
+    c.tp = o.mesh.tp, c.pp = o.mesh.pp, c.dp = o.mesh.dp, c.cp = o.mesh.cp;
     r.crosses = crosses_nodes(machine.cluster, c);
   }
   const detail::MicrobatchWork w = detail::microbatch_work(o, p);
@@ -287,13 +315,14 @@ inline Prediction predict(const gpt2::Options& o, const Precision& p, const Mach
 // and all-gathers, the tied embedding, the loss and norm over the world).
 inline std::vector<std::pair<CommOp, int>> loop_calls(const gpt2::Options& o) {
   const MeshShape& s = o.mesh;
+  const int dp = zero_group(o);
   std::vector<std::pair<CommOp, int>> calls;
   if (s.tp > 1) calls.push_back({CommOp::all_reduce, s.tp});
   if (s.pp > 1) calls.push_back({CommOp::send, 2});
-  if (s.dp > 1 && o.zero.stage >= 2 && o.zero.reduce == GradReduce::per_microbatch)
-    calls.push_back({CommOp::reduce_scatter, s.dp});
-  if (s.dp > 1 && o.zero.stage == 3 && !o.zero.keep_gathered)
-    calls.push_back({CommOp::all_gather, s.dp});
+  if (dp > 1 && o.zero.stage >= 2 && o.zero.reduce == GradReduce::per_microbatch)
+    calls.push_back({CommOp::reduce_scatter, dp});
+  if (dp > 1 && o.zero.stage == 3 && !o.zero.keep_gathered)
+    calls.push_back({CommOp::all_gather, dp});
   return calls;
 }
 inline std::vector<std::pair<CommOp, int>> after_calls(const gpt2::Options& o) {
@@ -303,10 +332,11 @@ inline std::vector<std::pair<CommOp, int>> after_calls(const gpt2::Options& o) {
   const std::vector<int> split = layer_split(o);  // a layer split between neighbours: a send
   if (s.pp > 2 && std::any_of(split.begin(), split.end(), [](int h) { return h % 2; }))
     calls.push_back({CommOp::send, 2});
+  const int dp = zero_group(o);
   if (s.tp > 1 && o.sequence_parallel) calls.push_back({CommOp::all_reduce, s.tp});
-  if (s.dp > 1 && o.zero.stage == 0) calls.push_back({CommOp::all_reduce, s.dp});
-  if (s.dp > 1 && o.zero.stage >= 1)
-    calls.insert(calls.end(), {{CommOp::reduce_scatter, s.dp}, {CommOp::all_gather, s.dp}});
+  if (dp > 1 && o.zero.stage == 0) calls.push_back({CommOp::all_reduce, dp});
+  if (dp > 1 && o.zero.stage >= 1)
+    calls.insert(calls.end(), {{CommOp::reduce_scatter, dp}, {CommOp::all_gather, dp}});
   return calls;
 }
 

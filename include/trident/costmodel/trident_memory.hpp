@@ -6,12 +6,14 @@
 // know to predict MemoryStats to the byte:
 //  - Psi per pipeline stage, not the largest stage's: the first stage holds wte and wpe, the
 //    last ln_f and (PP > 1) its own copy of wte for the tied LM head (model/decoder_stage.hpp);
-//  - each ZeRO unit (wte, wpe, h.i, ln_f) is one flat buffer padded to a multiple of DP
-//    (zero/unit_store.hpp), so Psi is the sum of the padded units;
+//  - each ZeRO unit (wte, wpe, h.i, ln_f) is one flat buffer padded to a multiple of the
+//    DP x CP group (zero/unit_store.hpp; CP ranks hold the same parameters, as in Megatron), so
+//    Psi is the sum of the padded units;
 //  - element sizes are trident's (plan/formulas.hpp's trident_precision);
 //  - activations are trident's own buffers in T (models/gpt2/block.hpp, model/decoder_stage.hpp),
-//  added at each
-//    forward and freed at each backward of this stage's schedule (pp/schedule.hpp).
+//    added at each forward and freed at each backward of this stage's schedule (pp/schedule.hpp);
+//    under CP a rank holds seq / cp tokens of each sequence, and its attention probabilities
+//    cover those queries against all seq keys (cp/ring_attention.hpp).
 // Unit sizes come from Megatron's split (plan/model_spec.hpp), not from models/gpt2/params.hpp, so
 // that the test comparing the two has two independent sides.
 #pragma once
@@ -31,9 +33,14 @@ namespace trident::costmodel {
 // the paper planner's formulas, shapes and presets, which this model builds on
 using namespace plan;
 
+// The group ZeRO partitions over and gradients are summed over: DP x CP (mesh/mesh.hpp, dp_cp).
+inline int zero_group(const gpt2::Options& o) {
+  return o.mesh.dp * o.mesh.cp;
+}
+
 struct UnitSize {
   std::string name;
-  double numel = 0, padded = 0;  // elements on one TP rank; padded to a multiple of DP
+  double numel = 0, padded = 0;  // elements on one TP rank; padded to a multiple of DP x CP
   int tied_rank = -1;  // a layer split between two stages: the pipeline rank of the other copy
 };
 
@@ -42,6 +49,7 @@ struct UnitSize {
 struct ChunkUnits {
   int layers = 0;              // layers it holds, whole or half (model/model.hpp, StageSpec)
   int attention = 0, mlp = 0;  // the attention and MLP halves it runs (nn/block_halves.hpp)
+  std::vector<nn::BlockHalves> halves;  // of each layer
   bool embedding = false, head = false;
   std::vector<UnitSize> units;
 };
@@ -51,7 +59,7 @@ inline std::vector<ChunkUnits> stage_chunks(const gpt2::Options& o, int stage) {
   const ModelSpec m = model_spec(o.model);
   const std::vector<int> split = layer_split(o);
   const int p = o.mesh.pp, t = o.mesh.tp;
-  const double dp = o.mesh.dp;
+  const double dp = zero_group(o);
   auto unit = [&](std::string name, double numel) {
     return UnitSize{std::move(name), numel, std::ceil(numel / dp) * dp};
   };
@@ -63,6 +71,7 @@ inline std::vector<ChunkUnits> stage_chunks(const gpt2::Options& o, int stage) {
     ChunkUnits k;
     k.layers = spec.layers, k.embedding = g == 0, k.head = g == p * o.virtual_stages - 1;
     k.attention = spec.layers - spec.from_second_half, k.mlp = spec.layers - spec.to_first_half;
+    for (int l = 0; l < k.layers; ++l) k.halves.push_back(spec.halves(l));
     const double wte = double(embedding_shard_parameters(m, t));
     if (k.embedding) k.units = {unit("wte", wte), unit("wpe", double(m.seq) * m.hidden)};
     for (int l = 0; l < k.layers; ++l) {
@@ -88,17 +97,20 @@ inline double stage_parameters(const gpt2::Options& o, int stage) {
 
 // ZeRO §5 (plan/formulas.hpp's model_state_bytes) with trident's Psi and element sizes.
 inline ModelStateBytes stage_model_states(const gpt2::Options& o, int stage, const Precision& p) {
-  return model_state_bytes(stage_parameters(o, stage), o.zero.stage, o.mesh.dp, p);
+  return model_state_bytes(stage_parameters(o, stage), o.zero.stage, zero_group(o), p);
 }
 
 // --- activations (elements of T per microbatch) --------------------------------------------
 
+// One rank's microbatch: N = B seq rows (n of them in the LayerNorm regions under SP), seq = this
+// rank's tokens of a sequence (keys / cp), keys = the whole sequence.
 struct ActivationShape {
-  double N = 0, n = 0, C = 0, Cl = 0, heads = 0, seq = 0, B = 0, vocab_rows = 0;
+  double N = 0, n = 0, C = 0, Cl = 0, heads = 0, seq = 0, keys = 0, B = 0, vocab_rows = 0;
 };
 
 inline ActivationShape activation_shape(const gpt2::Options& o) {
-  const double t = o.mesh.tp, B = o.rows_per_microbatch(), seq = o.model.seq, N = B * seq;
+  const double t = o.mesh.tp, B = o.rows_per_microbatch(), keys = o.model.seq;
+  const double seq = keys / o.mesh.cp, N = B * seq;
   const double vocab_rows = std::ceil(double(o.model.vocab) / t);  // padded vocab / t
   return {N,
           o.sequence_parallel ? N / t : N,
@@ -106,15 +118,16 @@ inline ActivationShape activation_shape(const gpt2::Options& o) {
           o.model.hidden / t,
           o.model.heads / t,
           seq,
+          keys,
           B,
           vocab_rows};
 }
 
 // models/gpt2/block.hpp's BlockActivations by half: attention x (n C), LN1's stats (2 n), ln1 (N
-// C), qkv (3 N Cl), probs (B Hl seq seq), att (N Cl); MLP x2 (n C: the stage's input when the MLP
+// C), qkv (3 N Cl), probs (B Hl seq keys), att (N Cl); MLP x2 (n C: the stage's input when the MLP
 // half runs alone), LN2's stats (2 n), ln2 (N C), fc and act (4 N Cl each).
 inline double attention_activation_elements(const ActivationShape& a) {
-  return a.n * a.C + 2 * a.n + a.N * a.C + 3 * a.N * a.Cl + a.B * a.heads * a.seq * a.seq +
+  return a.n * a.C + 2 * a.n + a.N * a.C + 3 * a.N * a.Cl + a.B * a.heads * a.seq * a.keys +
          a.N * a.Cl;
 }
 inline double mlp_activation_elements(const ActivationShape& a) {
@@ -139,11 +152,45 @@ inline double chunk_stash_elements(const ChunkUnits& c, const ActivationShape& a
   return layers + (c.head ? head_activation_elements(a) : 0);
 }
 
+// Zero-bubble schedules (Qi et al. 2023) split the backward into B (input gradients) and W
+// (weight gradients). B walks the layers from the last, each first writing its outputs'
+// gradients that W reads (dout; QKV's and FC's dy, the gradient between the halves, under SP the
+// projections' gathered dy: models/gpt2/block.hpp's BlockGradients), then dropping all of its
+// stash but the linear layers' inputs (ln1, att; ln2, act). The head drops LN_f's statistics
+// first; the first stage keeps the embedding's output gradient. W frees the rest.
+struct LayerAtB {
+  double gradients = 0, dropped = 0;
+};
+inline LayerAtB layer_at_b(nn::BlockHalves h, const ActivationShape& a, bool sp) {
+  const bool att = nn::runs_attention(h), mlp = nn::runs_mlp(h);
+  const double NC = a.N * a.C, NCl = a.N * a.Cl;
+  const double stash =
+      (att ? attention_activation_elements(a) : 0) + (mlp ? mlp_activation_elements(a) : 0);
+  const double kept = (att ? NC + NCl : 0) + (mlp ? NC + 4 * NCl : 0);
+  const double grads = a.n * a.C + (att ? 3 * NCl + (sp ? NC : 0) : 0) +
+                       (mlp ? 4 * NCl + (sp ? NC : 0) : 0) + (att && mlp ? a.n * a.C : 0);
+  return {grads, stash - kept};
+}
+
+// B of one microbatch of chunk c: the most it holds above its stash while B runs (rise), and
+// what it keeps for W (kept).
+struct InputHalf {
+  double rise = 0, kept = 0;
+};
+inline InputHalf input_half(const ChunkUnits& c, const ActivationShape& a, bool sp, double stash) {
+  double run = c.head ? -2 * a.n : 0, rise = 0;
+  for (auto l = c.halves.rbegin(); l != c.halves.rend(); ++l) {
+    const LayerAtB x = layer_at_b(*l, a, sp);
+    run += x.gradients, rise = std::max(rise, run), run -= x.dropped;
+  }
+  if (c.embedding) run += a.n * a.C, rise = std::max(rise, run);
+  return {rise, stash + run};
+}
+
 // Peak activation bytes of a rank of `stage`: its schedule walked action by action, each
-// forward adding its stash and each backward freeing it. Under full recomputation one layer's
-// activations come back for a while: during each layer's forward and its recomputation in the
-// backward, on top of what is held. Zero-bubble schedules (ZB-H1, ZB-V): a stash is counted
-// until its W, an upper bound (after B only what W reads is kept).
+// forward adding its stash and each backward freeing it (zero-bubble: B most of it, W the rest).
+// Under full recomputation one layer's activations come back for a while: during each layer's
+// forward and its recomputation in the backward, on top of what is held.
 inline double stage_activation_bytes(const gpt2::Options& o, int stage, const Precision& p) {
   const ActivationShape a = activation_shape(o);
   const std::vector<ChunkUnits> chunks = stage_chunks(o, stage);
@@ -158,14 +205,23 @@ inline double stage_activation_bytes(const gpt2::Options& o, int stage, const Pr
                                          c.mlp ? mlp_activation_elements(a) : 0.0);
     return most - a.n * a.C;
   };
+  const bool sp = o.sequence_parallel && o.mesh.tp > 1;
   double held = 0, peak = 0;
   for (const pp::Action& act : schedule) {
-    const bool frees = act.op == pp::Op::backward || act.op == pp::Op::backward_weight;
-    if (act.op != pp::Op::forward && !frees) continue;
+    if (act.op != pp::Op::forward && act.op != pp::Op::backward &&
+        act.op != pp::Op::backward_input && act.op != pp::Op::backward_weight)
+      continue;
     const ChunkUnits& c = chunks[act.chunk];
     const double stash = chunk_stash_elements(c, a, o.recompute);
     const double during = transient(c);
-    if (act.op == pp::Op::forward) {
+    const bool split = act.op == pp::Op::backward_input || act.op == pp::Op::backward_weight;
+    const InputHalf b = split ? input_half(c, a, sp, stash) : InputHalf{};
+    if (act.op == pp::Op::backward_input) {
+      peak = std::max(peak, held + std::max(b.rise, during));
+      held += b.kept - stash;
+    } else if (act.op == pp::Op::backward_weight) {
+      held -= b.kept;
+    } else if (act.op == pp::Op::forward) {
       // layers' inputs and LN_f's input first, then one layer at a time, then the head
       const double before_head = c.layers * a.n * a.C + (c.head ? a.n * a.C : 0);
       peak = std::max(peak, held + before_head + during);

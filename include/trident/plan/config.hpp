@@ -1,10 +1,10 @@
 // trident/plan/config.hpp: one way to run a training step, and whether it is a valid one.
 //
-// A Config is a mesh (TP x PP x DP), a ZeRO stage, the microbatching of each data-parallel
-// rank's share of the global batch (b sequences per microbatch, m microbatches), the pipeline
-// schedule (GPipe, 1F1B, or interleaved 1F1B with v model chunks per pipeline rank), Megatron's
-// sequence parallelism and activation recomputation. invalid_reason() says, in one sentence,
-// why a Config cannot run a model on a cluster; it is empty for a valid one.
+// A Config is a mesh (TP x PP x DP, and CP: each sequence split over CP ranks), a ZeRO stage, the
+// microbatching of each data-parallel rank's share of the global batch (b sequences per microbatch,
+// m microbatches), the pipeline schedule (GPipe, 1F1B, or interleaved 1F1B with v model chunks per
+// pipeline rank), Megatron's sequence parallelism and activation recomputation. invalid_reason()
+// says, in one sentence, why a Config cannot run a model on a cluster; it is empty for a valid one.
 #pragma once
 
 #include <string>
@@ -31,33 +31,41 @@ struct Config {
   bool sequence_parallel = false;
   Recompute recompute = Recompute::none;
   pp::ScheduleKind schedule = pp::ScheduleKind::one_f_one_b;
+  // context parallelism (cp/context_parallel.hpp): each sequence's tokens over cp ranks, the
+  // zigzag split; the ranks of a CP group hold the same parameters (ZeRO over DP x CP)
+  int cp = 1;
 
   int global_batch() const { return dp * microbatch_size * microbatches; }
+  long long gpus() const { return static_cast<long long>(tp) * cp * pp * dp; }
 };
 
-// "mesh TP=8 x PP=16 x DP=64 = 8192 GPUs, not 128"
-inline std::string mesh_mismatch(int tp, int pp, int dp, int gpus) {
-  return "mesh TP=" + std::to_string(tp) + " x PP=" + std::to_string(pp) +
-         " x DP=" + std::to_string(dp) + " = " +
-         std::to_string(static_cast<long long>(tp) * pp * dp) + " GPUs, not " +
+// "mesh TP=8 x PP=16 x DP=64 = 8192 GPUs, not 128" (" x CP=n" when CP > 1)
+inline std::string mesh_mismatch(int tp, int pp, int dp, int gpus, int cp = 1) {
+  return "mesh TP=" + std::to_string(tp) + (cp != 1 ? " x CP=" + std::to_string(cp) : "") +
+         " x PP=" + std::to_string(pp) + " x DP=" + std::to_string(dp) + " = " +
+         std::to_string(static_cast<long long>(tp) * cp * pp * dp) + " GPUs, not " +
          std::to_string(gpus);
 }
 
 // Why `c` cannot train `m` on `cluster`, or "" when it can.
 inline std::string invalid_reason(const ModelSpec& m, const ClusterSpec& cluster, const Config& c) {
   const auto n = [](long long x) { return std::to_string(x); };
-  if (c.tp < 1 || c.pp < 1 || c.dp < 1 || c.microbatch_size < 1 || c.microbatches < 1 ||
+  if (c.tp < 1 || c.pp < 1 || c.dp < 1 || c.cp < 1 || c.microbatch_size < 1 || c.microbatches < 1 ||
       c.virtual_stages < 1)
-    return "TP, PP, DP, microbatch size, microbatches and virtual stages must be at least 1";
+    return "TP, CP, PP, DP, microbatch size, microbatches and virtual stages must be at least 1";
   if (c.zero < 0 || c.zero > 3) return "ZeRO stage " + n(c.zero) + " is not one of 0, 1, 2, 3";
-  if (static_cast<long long>(c.tp) * c.pp * c.dp != cluster.gpus)
-    return mesh_mismatch(c.tp, c.pp, c.dp, cluster.gpus);
+  if (c.gpus() != cluster.gpus) return mesh_mismatch(c.tp, c.pp, c.dp, cluster.gpus, c.cp);
+  // the zigzag split: chunks r and 2cp-1-r of 2cp on rank r (cp/context_parallel.hpp)
+  if (c.cp > 1 && m.seq % (2 * c.cp) != 0)
+    return "CP=" + n(c.cp) + " does not split the sequence of " + n(m.seq) + " tokens into " +
+           n(2 * c.cp) + " chunks (zigzag: 2 per rank)";
   // Megatron-LM §3: each TP rank holds whole attention heads and 1/t of the hidden columns.
   if (m.heads % c.tp != 0) return "TP=" + n(c.tp) + " does not divide " + n(m.heads) + " heads";
   if (m.hidden % c.tp != 0)
     return "TP=" + n(c.tp) + " does not divide the hidden size " + n(m.hidden);
-  if (c.sequence_parallel && m.seq % c.tp != 0)
-    return "sequence parallelism: TP=" + n(c.tp) + " does not divide the sequence " + n(m.seq);
+  if (c.sequence_parallel && (m.seq / c.cp) % c.tp != 0)
+    return "sequence parallelism: TP=" + n(c.tp) + " does not divide the sequence " +
+           n(m.seq / c.cp) + (c.cp > 1 ? " (of each CP rank)" : "");
   if (m.layers % (c.pp * c.virtual_stages) != 0)
     return "PP=" + n(c.pp) + " x virtual stages " + n(c.virtual_stages) + " does not divide " +
            n(m.layers) + " layers";

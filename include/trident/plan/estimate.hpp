@@ -21,21 +21,24 @@
 namespace trident::plan {
 
 struct Estimate {
-  std::int64_t shard_parameters = 0;    // Psi: parameters of one model-parallel shard
-  MemoryBytes memory;                   // per GPU, on the most loaded pipeline stage
-  AxisBytes comm_bytes;                 // sent per GPU per step
-  CrossesNodes crosses_nodes;           // which axes run over the inter-node links
-  double flops = 0;                     // per step, all GPUs, recomputation included
-  double bubble = 0;                    // pipeline bubble / ideal time
-  double compute_s = 0;                 // ideal: flops / (gpus x peak x efficiency)
-  double bubble_s = 0;                  // compute_s x bubble
-  double tp_s = 0, pp_s = 0, dp_s = 0;  // bytes / bandwidth of the axis's links
-  double step_s = 0;                    // the sum of the five above
-  bool fits = false;                    // memory.total() <= the GPU's memory
+  std::int64_t shard_parameters = 0;              // Psi: parameters of one model-parallel shard
+  MemoryBytes memory;                             // per GPU, on the most loaded pipeline stage
+  AxisBytes comm_bytes;                           // sent per GPU per step
+  CrossesNodes crosses_nodes;                     // which axes run over the inter-node links
+  double flops = 0;                               // per step, all GPUs, recomputation included
+  double bubble = 0;                              // pipeline bubble / ideal time
+  double compute_s = 0;                           // ideal: flops / (gpus x peak x efficiency)
+  double bubble_s = 0;                            // compute_s x bubble
+  double tp_s = 0, pp_s = 0, dp_s = 0, cp_s = 0;  // bytes / bandwidth of the axis's links
+  double step_s = 0;                              // compute, bubble and the four above
+  bool fits = false;                              // memory.total() <= the GPU's memory
 
-  double comm_s() const { return tp_s + pp_s + dp_s; }
-  // If DP's traffic hid entirely behind the computation.
-  double overlapped_step_s() const { return std::max(compute_s + bubble_s, dp_s) + tp_s + pp_s; }
+  double comm_s() const { return tp_s + pp_s + dp_s + cp_s; }
+  // If DP's reductions and CP's ring (its blocks travel while the previous one is computed,
+  // Liu et al. 2023) hid entirely behind the computation.
+  double overlapped_step_s() const {
+    return std::max(compute_s + bubble_s, dp_s + cp_s) + tp_s + pp_s;
+  }
 };
 
 // Compute time of the step's FLOPs spread evenly over the GPUs.
@@ -61,6 +64,7 @@ inline Estimate estimate(const ModelSpec& m, const ClusterSpec& cluster, const C
   e.tp_s = e.comm_bytes.tp / link_bandwidth(cluster, e.crosses_nodes.tp);
   e.pp_s = e.comm_bytes.pp / link_bandwidth(cluster, e.crosses_nodes.pp);
   e.dp_s = e.comm_bytes.dp / link_bandwidth(cluster, e.crosses_nodes.dp);
+  e.cp_s = e.comm_bytes.cp / link_bandwidth(cluster, e.crosses_nodes.cp);
   e.step_s = e.compute_s + e.bubble_s + e.comm_s();
   e.fits = e.memory.total() <= cluster.memory_bytes;
   return e;

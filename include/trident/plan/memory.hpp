@@ -4,7 +4,9 @@
 // model_state_bytes), with Psi the parameters of one model-parallel shard; activations follow
 // Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models") per
 // layer, times the layers a pipeline stage holds at its peak. Each function is one term, so a
-// caller can compare it with a measurement on its own.
+// caller can compare it with a measurement on its own. Under context parallelism a rank holds
+// s / cp tokens of each sequence: Korthikanti's s b h becomes (s / cp) b h, while the attention
+// scores keep one row per local query over all s keys; ZeRO partitions over DP x CP.
 #pragma once
 
 #include <algorithm>
@@ -39,7 +41,7 @@ inline std::string paper_gb(double bytes) {
 // (over DP), plus the whole gradient of the unit before its reduce-scatter. A unit is a layer
 // or the embedding, whichever is larger.
 inline double zero3_buffer_bytes(const ModelSpec& m, const Config& c, const Precision& p) {
-  if (c.zero < 3 || c.dp == 1) return 0;
+  if (c.zero < 3 || c.dp * c.cp == 1) return 0;
   const double unit = static_cast<double>(
       std::max(layer_shard_parameters(m, c.tp), embedding_shard_parameters(m, c.tp)));
   return (2 * p.param_bytes + p.grad_bytes) * unit;
@@ -51,10 +53,10 @@ inline double zero3_buffer_bytes(const ModelSpec& m, const Config& c, const Prec
 //   tensor + sequence parallel   s b h (34/t + 5 a s / (h t))          s b h (34 + 5 a s / h))
 //   selective recomputation      the 5 a s / (h t) term is dropped (§5: softmax(QK^T)V redone)
 //   full recomputation           2 s b h (only the layer's input)
-// Scaled by activation_bytes / 2 for other precisions.
+// Scaled by activation_bytes / 2 for other precisions; under CP the leading s is s / cp.
 inline double layer_activation_bytes(const ModelSpec& m, const Config& c, const Precision& p) {
   const double s = m.seq, b = c.microbatch_size, h = m.hidden, a = m.heads, t = c.tp;
-  const double sbh = s * b * h * p.activation_bytes / 2;
+  const double sbh = s / c.cp * b * h * p.activation_bytes / 2;
   if (c.recompute == Recompute::full) return 2 * sbh;
   const double linear = c.sequence_parallel ? 34 / t : 10 + 24 / t;
   const double attention = c.recompute == Recompute::selective ? 0 : 5 * a * s / (h * t);
@@ -92,7 +94,7 @@ inline double activation_layers_in_flight(const ModelSpec& m, const Config& c) {
 // LayerNorm, the LM head's input and the fp32 logits, 4 s b h / t (1 + V / h). Both are counted
 // at the first stage's peak: exact for p = 1, a small overestimate otherwise.
 inline double embedding_and_output_activation_bytes(const ModelSpec& m, const Config& c) {
-  const double sbh = static_cast<double>(m.seq) * c.microbatch_size * m.hidden, t = c.tp;
+  const double sbh = static_cast<double>(m.seq) / c.cp * c.microbatch_size * m.hidden, t = c.tp;
   const double dropout = sbh * microbatches_in_flight(c) / (c.sequence_parallel ? t : 1);
   return dropout + 4 * sbh / t * (1 + static_cast<double>(m.vocab) / m.hidden);
 }
@@ -113,7 +115,7 @@ struct MemoryBytes {
 // Everything one GPU of the most loaded stage holds.
 inline MemoryBytes memory_bytes(const ModelSpec& m, const Config& c, const Precision& p) {
   const double psi = static_cast<double>(shard_parameters(m, c.tp, c.pp));
-  const ModelStateBytes states = model_state_bytes(psi, c.zero, c.dp, p);
+  const ModelStateBytes states = model_state_bytes(psi, c.zero, c.dp * c.cp, p);
   return {states.params, states.grads, states.optimizer, zero3_buffer_bytes(m, c, p),
           activation_bytes(m, c, p)};
 }

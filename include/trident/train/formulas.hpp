@@ -59,7 +59,7 @@ double chunk_tp_bytes(Trainer<M, T, S, B>& t, int c) {
   const int tpn = o.mesh.tp;
   if (tpn == 1) return 0;
   const bool sp = o.sequence_parallel;
-  const double rows = double(t.model().seq()) * o.rows_per_microbatch() * sizeof(T);
+  const double rows = double(t.model().seq()) / o.mesh.cp * o.rows_per_microbatch() * sizeof(T);
   const StageSpec& s = t.chunk(c).spec();
   // an all-reduce counts its buffer once; its SP replacement, all-gather + reduce-scatter,
   // counts it twice (the same traffic in the paper's units: 2 b s h either way)
