@@ -12,6 +12,7 @@
 // ends with text sampled from the trained model.
 #include <cstdio>
 #include <optional>
+#include <trident/costmodel/layout.hpp>
 #include <trident/io/checkpoint.hpp>
 #include <trident/io/chrome_trace.hpp>
 #include <trident/io/cli.hpp>
@@ -36,8 +37,39 @@ struct Flags {
   std::string checkpoint_dir, resume;
   bool resuming = false;
   int save_every = 0, keep = 0, stop_after = 0;
-  InferenceFlags inference;  // --eval-every, --sample, ...
+  InferenceFlags inference;       // --eval-every, --sample, ...
+  std::string layout = "manual";  // --layout auto: chosen by costmodel/layout.hpp
+  double memory_limit_mib = 0;    // 0: the node's memory over its ranks
+  int layout_trials = 4;
+  std::optional<costmodel::LayoutChoice> layout_choice;  // --layout auto's, for --json
 };
+
+// --layout auto: the layout costmodel/layout.hpp chooses replaces the mesh and its policies,
+// which the command line must then leave out; the table of the layouts tried on rank 0.
+void choose_layout(const Comm& world, const cli::App& app, Flags& f, const TokenSource& data) {
+  for (const char* flag : {"--tp", "--cp", "--pp", "--dp", "--zero", "--schedule", "--microbatches",
+                           "--virtual-stages", "--sequence-parallel", "--recompute", "--pp-layers"})
+    require(app.count(flag) == 0, std::string("--layout auto chooses ") + flag +
+                                      " itself: leave it out, or use --layout manual");
+  require(f.run.device == "cpu" && f.run.dtype == "float" && f.run.precision == "fp32",
+          "--layout auto measures float runs on the CPU: --device cpu --dtype float "
+          "--precision fp32");
+  require(f.memory_limit_mib >= 0 && f.layout_trials >= 1,
+          "--memory-limit must be at least 0 and --layout-trials at least 1");
+  costmodel::LayoutSearch s;
+  s.memory_limit = f.memory_limit_mib > 0 ? f.memory_limit_mib * 1024 * 1024
+                                          : costmodel::node_memory_per_rank(world);
+  s.trials = f.layout_trials;
+  const costmodel::LayoutChoice c = costmodel::choose_layout<float, float>(world, f.o, data, s);
+  if (world.rank() == 0) costmodel::print_layout_choice(c, world.size());
+  f.layout_choice = c;
+  const gpt2::Options& chosen = c.chosen();
+  gpt2::Options& o = f.o;
+  o.mesh = chosen.mesh, o.zero.stage = chosen.zero.stage, o.schedule = chosen.schedule;
+  o.microbatches = chosen.microbatches, o.virtual_stages = chosen.virtual_stages;
+  o.sequence_parallel = chosen.sequence_parallel, o.recompute = chosen.recompute;
+  o.pp_layers = chosen.pp_layers;
+}
 
 // What the training loop records: every step's loss, the held-out losses, the skipped steps and
 // the measured steps (all but the first, which warms up).
@@ -165,6 +197,25 @@ void print_closing(const Trainer& t, const Flags& f, const History& h, double to
 }
 
 // Rank 0's files: --trace, --svg, --json.
+// --layout auto's choice: the counts, and each layout tried, predicted next to measured.
+nlohmann::json layout_json(const costmodel::LayoutChoice& c) {
+  nlohmann::json tried = nlohmann::json::array();
+  for (int k = 0; k < c.tried; ++k) {
+    const costmodel::LayoutCandidate& x = c.fitting[std::size_t(k)];
+    tried.push_back({{"layout", costmodel::layout_name(x.options)},
+                     {"peak_bytes_predicted", x.peak_bytes},
+                     {"peak_bytes_measured", x.measured_peak},
+                     {"step_s_predicted", x.predicted_s},
+                     {"step_s_measured", x.measured_s},
+                     {"chosen", k == c.winner}});
+  }
+  return {{"valid", c.valid},
+          {"over_memory_limit", c.over_memory},
+          {"memory_limit_bytes", c.memory_limit},
+          {"ranked", c.fitting.size()},
+          {"tried", tried}};
+}
+
 template <class Trainer>
 void write_outputs(const Comm& world, const Trainer& t, const Flags& f, const TokenSource& data,
                    const History& h, double tokens_per_s, const RunReport& report,
@@ -192,6 +243,7 @@ void write_outputs(const Comm& world, const Trainer& t, const Flags& f, const To
   j["val_losses"] = h.val_losses;
   j["sample_tokens"] = sampled;
   j["sample"] = tokens_as_text(sampled, o.model.vocab);
+  if (f.layout_choice) j["layout"] = layout_json(*f.layout_choice);
   write_json(f.run.json, j);
 }
 
@@ -262,6 +314,18 @@ int main(int argc, char** argv) {
                    "write the last step's timeline as a Chrome trace (Perfetto)");
     app.add_option("--svg", f.svg, "write the last step's timeline as an SVG picture");
     add_inference_options(app, f.inference);
+    app.add_option(
+           "--layout", f.layout,
+           "manual (the mesh flags) or auto: every valid layout predicted by the cost model "
+           "calibrated here, the best few run, the fastest kept")
+        ->check(cli::IsMember({"manual", "auto"}))
+        ->capture_default_str();
+    app.add_option("--memory-limit", f.memory_limit_mib,
+                   "--layout auto: MiB per rank for model states and activations (default: the "
+                   "node's memory over its ranks)");
+    app.add_option("--layout-trials", f.layout_trials,
+                   "--layout auto: the best predicted layouts run for a few steps")
+        ->capture_default_str();
     parse_command_line(app, argc, argv, world);
 
     apply_run_options(world, o, f.run);
@@ -278,6 +342,7 @@ int main(int argc, char** argv) {
       auto [train_part, tail] = data.split_tail(f.inference.held_out, o.model.seq);
       data = std::move(train_part), held_out = std::move(tail);
     }
+    if (f.layout == "auto") choose_layout(world, app, f, data);
     return with_device(f.run.device, [&](auto device) {
       using B = decltype(device);
       if (f.run.precision == "bf16") return train<float, bf16, B>(world, f, data, held_out);

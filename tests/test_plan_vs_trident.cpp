@@ -1,11 +1,14 @@
 // The cost model of trident's own runs (costmodel/trident_memory.hpp, costmodel/predict.hpp)
 // against trident itself: each rank's model-state bytes (MemoryStats, by kind) to the byte for many
 // meshes, ZeRO stages and precisions; the activation peak and the bytes per axis (CommStats)
-// of one step; and the arithmetic of calibrate.hpp's fits and of the cluster machine.
+// of one step; the arithmetic of calibrate.hpp's fits and of the cluster machine; and the layout
+// chooser (costmodel/layout.hpp) on 4 ranks.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <trident/costmodel/layout.hpp>
 #include <trident/costmodel/predict.hpp>
 #include <trident/models/gpt2/gpt2.hpp>
 
@@ -216,4 +219,62 @@ TEST_CASE("fits and machines: least squares, one latency per batch, ring bytes o
   CHECK(p.stages[5].states.total() == doctest::Approx((2 + 2 + 12.0 / 8) * stage_parameters(o, 5)));
   o.mesh = {16, 8, 8};
   CHECK(predict(o, Precision::mixed(), cluster_machine(a100, "A100")).crosses.tp);
+}
+
+TEST_CASE("layout auto: every layout valid, the peak predicted to the byte, the fastest tried") {
+  auto comm = test::first_ranks(4, test::current_test_name());
+  if (!comm) return;
+  gpt2::Options base;
+  base.model = {64, 8, 2, 16, 2, 3};
+  base.batch = 4;
+  const TokenSource data = TokenSource::synthetic(base.model.vocab);
+  const std::vector<gpt2::Options> all = layout_candidates(base, comm->size());
+  REQUIRE(all.size() > 20);
+  bool cp = false, zb = false, pp = false;
+  for (const gpt2::Options& o : all) {
+    CHECK(o.mesh.product() == comm->size());
+    cp = cp || o.mesh.cp > 1, pp = pp || o.mesh.pp > 1;
+    zb = zb || o.schedule == pp::ScheduleKind::zb_h1;
+  }
+  CHECK((cp && pp && zb));
+  LayoutSearch s;
+  s.trials = 3, s.trial_steps = 1;
+  const Precision p = trident_precision<float, float>();
+  // a limit between the smallest and the largest peak drops the layouts above it
+  double least = 1e300, most = 0;
+  for (const gpt2::Options& o : all)
+    least = std::min(least, predicted_peak(o, p)), most = std::max(most, predicted_peak(o, p));
+  s.memory_limit = (least + most) / 2;
+  const LayoutChoice c = choose_layout<float, float>(*comm, base, data, s);
+  CHECK(c.valid == int(all.size()));
+  CHECK(c.over_memory > 0);
+  CHECK(c.over_memory + int(c.fitting.size()) == c.valid);
+  REQUIRE(c.tried == 3);
+  for (std::size_t k = 0; k < c.fitting.size(); ++k) {
+    CHECK(c.fitting[k].peak_bytes <= s.memory_limit);
+    if (k > 0) CHECK(c.fitting[k - 1].predicted_s <= c.fitting[k].predicted_s);
+  }
+  for (int k = 0; k < c.tried; ++k) {
+    const LayoutCandidate& x = c.fitting[std::size_t(k)];
+    INFO(layout_name(x.options));
+    CHECK(x.measured_s > 0);
+    CHECK(x.measured_s >= c.fitting[std::size_t(c.winner)].measured_s);
+    if (comm->rank() == 0) CHECK(x.measured_peak == x.peak_bytes);  // states + activations
+  }
+  // every rank chose the same layout
+  const std::string mine = layout_name(c.chosen());
+  std::vector<double> code{double(std::hash<std::string>{}(mine) % 1000003)},
+      codes(std::size_t(comm->size()));
+  comm->all_gather(Span<const double>(code), Span<double>(codes));
+  for (double x : codes) CHECK(x == code[0]);
+  // a limit under the smallest peak: one Error naming it and its layout
+  s.memory_limit = least / 2;
+  std::string error;
+  try {
+    (void)choose_layout<float, float>(*comm, base, data, s);
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  CHECK(error.find("no layout fits the memory limit") != std::string::npos);
+  CHECK(error.find("smallest predicted peak") != std::string::npos);
 }

@@ -202,6 +202,35 @@ add_test(NAME cli.pipeline_schedule_unequal COMMAND ${CMAKE_COMMAND} "-DCOMMAND=
          -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_output.cmake)
 set_tests_properties(cli.pipeline_schedule_unequal PROPERTIES TIMEOUT 60)
 
+# long_context's three ways on 4 ranks, small: every run measured next to the cost model, the
+# ring's bytes next to the formula, and the ring's SVG written.
+set(long_context ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 4 $<TARGET_FILE:long_context>
+    --seq 256 --hidden 32 --steps 1 --svg ${CMAKE_CURRENT_BINARY_DIR}/long_context_ring.svg)
+string(REPLACE ";" "|" long_context "${long_context}")
+add_test(NAME cli.long_context COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${long_context}"
+         "-DEXPECT=TP2-DP2 SP recompute|TP2-CP2 zigzag|TP2-CP2 contiguous|0.094 / 0.094|wrote "
+         -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_output.cmake)
+set_tests_properties(cli.long_context PROPERTIES TIMEOUT 180 ENVIRONMENT "OMP_NUM_THREADS=1")
+trident_cli_error(long_context_seq RANKS 4 PROGRAM long_context ARGS --seq 250 --steps 1
+  EXPECT "context parallelism: the sequence of 250 tokens is not divisible into 4 chunks")
+
+# --layout auto (costmodel/layout.hpp) on 4 ranks: the layouts ranked, two tried, the fastest
+# trained with; its bad input.
+set(layout_auto ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 4 $<TARGET_FILE:train_gpt> ${tiny}
+    --steps 2 --layout auto --layout-trials 2 --memory-limit 64)
+string(REPLACE ";" "|" layout_auto "${layout_auto}")
+add_test(NAME cli.layout_auto COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${layout_auto}"
+         "-DEXPECT=layout auto: |over the memory limit (64.0 MiB per rank)|<- chosen (fastest measured)|2 steps: loss"
+         -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_output.cmake)
+set_tests_properties(cli.layout_auto PROPERTIES TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=1")
+trident_cli_error(layout_auto_mesh_flag RANKS 2 PROGRAM train_gpt ARGS ${tiny} --layout auto --tp 2
+  EXPECT "--layout auto chooses --tp itself: leave it out, or use --layout manual")
+trident_cli_error(layout_auto_memory RANKS 2 PROGRAM train_gpt ARGS ${tiny} --layout auto
+  --memory-limit 0.001 EXPECT "no layout fits the memory limit of 0.00 MiB per rank: the smallest predicted peak is")
+trident_cli_error(layout_auto_none_valid RANKS 4 PROGRAM train_gpt ARGS --layers 3 --hidden 24
+  --heads 3 --seq 6 --batch 3 --steps 1 --data synthetic --layout auto
+  EXPECT "no valid layout of the model on 4 ranks")
+
 # compare_losses fails on a loss that is not a number.
 add_test(NAME cli.compare_losses_nan COMMAND ${CMAKE_COMMAND} -DCOMPARE=$<TARGET_FILE:compare_losses>
          -DDIR=${CMAKE_CURRENT_BINARY_DIR} -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/compare_nan.cmake)

@@ -290,11 +290,7 @@ inline Prediction predict(const gpt2::Options& o, const Precision& p, const Mach
   validate(o, o.mesh.product());
   const int m = o.microbatches, v = o.virtual_stages;
   Prediction r;
-  if (!machine.measured) {
-    Config c;
-    c.tp = o.mesh.tp, c.pp = o.mesh.pp, c.dp = o.mesh.dp, c.cp = o.mesh.cp;
-    r.crosses = crosses_nodes(machine.cluster, c);
-  }
+  if (!machine.measured) r.crosses = crosses_nodes(machine.cluster, plan_config(o));
   const detail::MicrobatchWork w = detail::microbatch_work(o, p);
   for (int s = 0; s < o.mesh.pp; ++s)
     r.stages.push_back(detail::predict_stage(o, p, machine, w, s, r.crosses));

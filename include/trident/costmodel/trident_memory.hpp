@@ -33,6 +33,16 @@ namespace trident::costmodel {
 // the paper planner's formulas, shapes and presets, which this model builds on
 using namespace plan;
 
+// The planner's Config of run o (plan/config.hpp): its mesh, microbatching and memory policies.
+inline Config plan_config(const gpt2::Options& o) {
+  Config c;
+  c.tp = o.mesh.tp, c.pp = o.mesh.pp, c.dp = o.mesh.dp, c.cp = o.mesh.cp, c.zero = o.zero.stage;
+  c.microbatch_size = o.rows_per_microbatch(), c.microbatches = o.microbatches;
+  c.virtual_stages = o.virtual_stages, c.sequence_parallel = o.sequence_parallel;
+  c.recompute = o.recompute, c.schedule = o.schedule;
+  return c;
+}
+
 // The group ZeRO partitions over and gradients are summed over: DP x CP (mesh/mesh.hpp, dp_cp).
 inline int zero_group(const gpt2::Options& o) {
   return o.mesh.dp * o.mesh.cp;

@@ -26,6 +26,7 @@
 #include "../backend/ops.hpp"
 #include "context_parallel.hpp"
 #include "detail/attention_blocks.hpp"
+#include "ring_trace.hpp"
 
 namespace trident {
 
@@ -67,16 +68,23 @@ void ring_attention_forward(const ContextParallel<B>& cp, T* out, T* probs, cons
     cp_detail::pack_keys(cur.data(), qkv, g);
     cp_detail::start(out, m.data(), l.data(), g);
   });
+  RingTrace& trace = ring_trace();
+  const int call = trace.on() ? trace.begin_call() : 0;
   for (int s = 0; s < cp.size(); ++s) {
     const int source = (cp.rank() - s + cp.size()) % cp.size();
+    RingStep step{call, false, s, source, ring_clock()};
     typename ContextParallel<B>::Shift shift;
     const bool more = s + 1 < cp.size();
     if (more) shift = cp.shift(cur.data(), next.data(), n, cp_detail::kTagKeys);
+    step.begin = ring_clock();
     B::host_kernel([&] {
       cp_detail::block_forward(out, probs, m.data(), l.data(), used.data(), qkv, cur.data(), g,
                                mine, cp.chunks(Tl, source));
     });
+    step.computed = ring_clock();
     if (more) shift.wait(), std::swap(cur, next);
+    step.arrived = ring_clock();
+    trace.add(step);
   }
   B::host_kernel([&] { cp_detail::finish(out, probs, m.data(), l.data(), used.data(), g, mine); });
 }
@@ -102,22 +110,29 @@ void ring_attention_backward(const ContextParallel<B>& cp, T* dqkv, const T* dou
     cp_detail::start_backward(delta.data(), dqkv, dout, out, g);
   });
   typename ContextParallel<B>::Shift gradients;  // a block's dK, dV on its way home
+  RingTrace& trace = ring_trace();
+  const int call = trace.on() ? trace.begin_call() : 0;
   for (int s = 0; s < cp.size(); ++s) {
     const int source = (cp.rank() - s + cp.size()) % cp.size();
+    RingStep step{call, true, s, source, ring_clock()};
     typename ContextParallel<B>::Shift keys;
     const bool more = s + 1 < cp.size();
     if (more) keys = cp.shift(cur.data(), next.data(), n, cp_detail::kTagKeys);
     T* part = s == 0 ? own.data() : share[s % 2].data();
+    step.begin = ring_clock();
     B::host_kernel([&] {
       cp_detail::block_backward(dqkv, part, dout, qkv, cur.data(), probs, delta.data(), g, mine,
                                 cp.chunks(Tl, source));
     });
+    step.computed = ring_clock();
     if (s >= 2) {  // the block's gradient so far, from the ranks before this one
       gradients.wait();
       backend::accumulate<B>(part, arrived.data(), n);
     }
     if (s >= 1) gradients = cp.shift(part, arrived.data(), n, cp_detail::kTagGradients);
     if (more) keys.wait(), std::swap(cur, next);
+    step.arrived = ring_clock();
+    trace.add(step);
   }
   if (cp.size() > 1) {  // this rank's own block, home from its last visitor
     gradients.wait();

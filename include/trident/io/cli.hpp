@@ -97,6 +97,7 @@ class App {
 
   void parse(int argc, char** argv);  // throws CLI11's errors (parse_command_line handles them)
   std::string help() const;
+  std::size_t count(const std::string& name) const;  // how often option `name` was given
 
  private:
   struct Parts;  // the CLI::App, and the handles given out

@@ -83,11 +83,11 @@ inline double tick_step(double span) {
 
 // One compute box: filled, hatched for chunk > 0, numbered when wide enough.
 inline void draw_box(std::ostringstream& svg, const Interval& s, const std::string& row_label,
-                     double x, double y, double w, double h) {
+                     const std::string& numbered, double x, double y, double w, double h) {
   const bool light = s.kind != IntervalKind::backward;  // dark text on it
   svg << "<g class=\"" << to_string(s.kind) << "\"><title>" << row_label << ' ' << s.rank << ' '
-      << to_string(s.kind) << " microbatch " << s.microbatch << " chunk " << s.chunk << " ["
-      << number(s.begin) << ", " << number(s.end) << ")</title>";
+      << to_string(s.kind) << ' ' << xml_escape(numbered) << ' ' << s.microbatch << " chunk "
+      << s.chunk << " [" << number(s.begin) << ", " << number(s.end) << ")</title>";
   svg << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << w << "\" height=\"" << h
       << "\" fill=\"" << box_colour(s.microbatch, s.kind)
       << "\" stroke=\"#ffffff\" stroke-width=\"0.8\"/>";
@@ -105,6 +105,7 @@ inline void draw_box(std::ostringstream& svg, const Interval& s, const std::stri
 
 // Where everything goes: margins, rows, the plot's scale, the axis and the legend.
 struct SvgLayout {
+  std::string numbered = "microbatch";  // what a box's number counts
   double left = 76, right = 24, top = 44, row = 28, gap = 6;
   int chunks = 1, microbatches = 0;
   double t0 = 0, span = 1, plot = 960, scale = 1, width = 0, axis = 0, legend = 0, height = 0;
@@ -159,7 +160,7 @@ inline void draw_rows(std::ostringstream& svg, const SvgLayout& l, const Timelin
     const double x = l.left + (s.begin - l.t0) * l.scale, w = (s.end - s.begin) * l.scale;
     const double y = l.y(s.rank);
     if (is_compute(s.kind))
-      draw_box(svg, s, row_label, x, y, w, l.row);
+      draw_box(svg, s, row_label, l.numbered, x, y, w, l.row);
     else if (s.kind == IntervalKind::send || s.kind == IntervalKind::recv)
       svg << "<rect class=\"" << to_string(s.kind) << "\" x=\"" << x << "\" y=\"" << y + l.row - 4
           << "\" width=\"" << w << "\" height=\"4\" fill=\""
@@ -212,10 +213,10 @@ inline void draw_legend(std::ostringstream& svg, const SvgLayout& l, const Timel
         return s.kind == IntervalKind::send || s.kind == IntervalKind::recv;
       }))
     item("#777777", "", "receiving (in transit)");
-  svg << "<text x=\"" << l.left << "\" y=\"" << legend + 36
-      << "\" font-size=\"12\">microbatch:</text>\n";
+  svg << "<text x=\"" << l.left << "\" y=\"" << legend + 36 << "\" font-size=\"12\">"
+      << xml_escape(l.numbered) << ":</text>\n";
   for (int mb = 0; mb < l.microbatches; ++mb) {
-    const double sx = l.left + 80 + (mb % l.per_line) * 22,
+    const double sx = l.left + 10 + 7 * l.numbered.size() + (mb % l.per_line) * 22,
                  sy = legend + 25 + (mb / l.per_line) * 22;
     svg << "<rect x=\"" << sx << "\" y=\"" << sy << "\" width=\"20\" height=\"16\" fill=\""
         << box_colour(mb, IntervalKind::backward) << "\"/><text x=\"" << sx + 10 << "\" y=\""
@@ -226,10 +227,13 @@ inline void draw_legend(std::ostringstream& svg, const SvgLayout& l, const Timel
 
 }  // namespace detail
 
-// Rows are named `row_label` r: "stage" for a simulated pipeline, "rank" for a run's ranks.
+// Rows are named `row_label` r: "stage" for a simulated pipeline, "rank" for a run's ranks; a
+// box's number counts `numbered` (microbatches, or the ring's blocks).
 inline std::string timeline_svg(const Timeline& timeline, const std::string& title,
-                                const std::string& row_label = "stage") {
-  const detail::SvgLayout layout(timeline);
+                                const std::string& row_label = "stage",
+                                const std::string& numbered = "microbatch") {
+  detail::SvgLayout layout(timeline);
+  layout.numbered = numbered;
   std::ostringstream svg;
   svg.setf(std::ios::fixed);
   svg.precision(2);
@@ -243,9 +247,10 @@ inline std::string timeline_svg(const Timeline& timeline, const std::string& tit
 
 // Writes timeline_svg(timeline, title) to `path`; trident::Error naming the file if it cannot.
 inline void write_timeline_svg(const std::string& path, const Timeline& timeline,
-                               const std::string& title, const std::string& row_label = "stage") {
+                               const std::string& title, const std::string& row_label = "stage",
+                               const std::string& numbered = "microbatch") {
   std::ofstream out(path);
-  if (out) out << timeline_svg(timeline, title, row_label);
+  if (out) out << timeline_svg(timeline, title, row_label, numbered);
   require(static_cast<bool>(out), "cannot write the timeline SVG '" + path + "'");
 }
 

@@ -155,9 +155,12 @@ inline void print_context_parallel(const RunReport& r, const TrainOptions& o) {
               "exposed");
   for (std::size_t k = 0; k < r.ranks.size(); ++k) {
     const RankFigures& f = r.ranks[k];
-    std::printf("%5zu %5.0f,%-3.0f %10.3f / %-8.3f %12.2f %12.2f %8.1f%%\n", k, f.tp, f.cp,
-                f.traffic.cp / MiB, f.formula.cp / MiB, 1e3 * f.cp_wait, 1e3 * f.end,
-                f.end > 0 ? 100 * f.cp_wait / f.end : 0.0);
+    std::printf("%5zu %5.0f,%-3.0f %10.3f / %-8.3f %12.2f ", k, f.tp, f.cp, f.traffic.cp / MiB,
+                f.formula.cp / MiB, 1e3 * f.cp_wait);
+    if (f.end > 0)  // a run of one step has no measured step (the first warms up)
+      std::printf("%12.2f %8.1f%%\n", 1e3 * f.end, 100 * f.cp_wait / f.end);
+    else
+      std::printf("%12s %9s\n", "n/a", "n/a");
   }
 }
 

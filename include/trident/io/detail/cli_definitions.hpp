@@ -109,6 +109,9 @@ void App::parse(int argc, char** argv) {
 std::string App::help() const {
   return parts_->app->help();
 }
+std::size_t App::count(const std::string& name) const {
+  return parts_->app->count(name);
+}
 
 }  // namespace trident::cli
 

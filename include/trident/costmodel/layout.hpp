@@ -1,0 +1,221 @@
+// trident/costmodel/layout.hpp: the parallel layout chosen for a run (train_gpt --layout auto).
+//
+// Every layout of the model on the world's ranks is enumerated — meshes TP x CP x PP x DP, ZeRO
+// stages, microbatches (1 without a pipeline; p or 2p with one), the schedules 1F1B, ZB-H1,
+// interleaved and ZB-V (v = 2), SP, full recomputation — and the valid ones (the trainer's own
+// validate) kept. Those whose predicted peak (model states and activations of the most loaded
+// rank, costmodel/trident_memory.hpp: to the byte) exceeds the memory limit are dropped; the
+// rest are ranked by the step time the cost model predicts (predict.hpp) on this machine,
+// calibrated once per per-rank shape and group size (below); the best few are run for a few
+// steps each (measured.hpp) and the fastest measured wins. Every rank takes the same decision:
+// the enumeration is the same everywhere and a measured step time is the slowest rank's.
+//
+// Calibration for many layouts: the compute rates are measured once per (TP, CP, split, SP) at
+// one sequence per microbatch and scaled by the sequences a microbatch holds (a layer's other
+// kernels and the loss are linear in them); each call (operation, group size) once, the loop's
+// after 5 ms of compute.
+#pragma once
+
+#include <unistd.h>
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "../plan/planner.hpp"
+#include "measured.hpp"
+
+namespace trident::costmodel {
+
+struct LayoutSearch {
+  double memory_limit = 0;  // bytes per rank (model states + activations); 0: no limit
+  int trials = 4;           // layouts run, the best predicted
+  int trial_steps = 2;      // measured steps each, after one that warms up
+  std::vector<int> zero_stages{0, 1, 2, 3};
+};
+
+struct LayoutCandidate {
+  gpt2::Options options;
+  double peak_bytes = 0;     // predicted: the most loaded rank's model states and activations
+  double predicted_s = 0;    // predicted step time
+  double measured_s = 0;     // measured step time (0: not tried)
+  double measured_peak = 0;  // measured states + peak activations, the most of any rank
+};
+
+struct LayoutChoice {
+  int valid = 0, over_memory = 0;        // layouts enumerated and valid; dropped for memory
+  std::vector<LayoutCandidate> fitting;  // the others, by predicted step time
+  int tried = 0, winner = 0;             // fitting[0, tried) were run; fitting[winner] won
+  double memory_limit = 0;
+  const gpt2::Options& chosen() const { return fitting[std::size_t(winner)].options; }
+};
+
+// The memory limit --layout auto takes by default: the node's physical memory over its ranks.
+inline double node_memory_per_rank(const Comm& world) {
+  const double bytes = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
+  return bytes / node_comm(world).size();
+}
+
+// "TP2-CP2-PP2-DP1 ZeRO-1 1f1b m=4 SP recompute"
+inline std::string layout_name(const gpt2::Options& o) {
+  const auto n = [](int x) { return std::to_string(x); };
+  std::string s = "TP" + n(o.mesh.tp) + (o.mesh.cp > 1 ? "-CP" + n(o.mesh.cp) : "") + "-PP" +
+                  n(o.mesh.pp) + "-DP" + n(o.mesh.dp) + " ZeRO-" + n(o.zero.stage);
+  if (o.mesh.pp > 1) s += std::string(" ") + pp::to_string(o.schedule);
+  s += " m=" + n(o.microbatches);
+  if (o.sequence_parallel) s += " SP";
+  if (o.recompute == Recompute::full) s += " recompute";
+  return s;
+}
+
+// The predicted peak of model states and activations over the pipeline stages.
+inline double predicted_peak(const gpt2::Options& o, const Precision& p) {
+  double peak = 0;
+  for (int s = 0; s < o.mesh.pp; ++s)
+    peak = std::max(peak, stage_model_states(o, s, p).total() + stage_activation_bytes(o, s, p));
+  return peak;
+}
+
+namespace detail {
+// The layouts of mesh `mesh` (microbatches, schedules, SP, recomputation, ZeRO) that validate.
+inline void add_mesh_layouts(std::vector<gpt2::Options>& out, const gpt2::Options& base,
+                             const MeshShape& mesh, const LayoutSearch& s, int world) {
+  if (base.batch % mesh.dp) return;
+  const int rows = base.batch / mesh.dp, p = mesh.pp;
+  using K = pp::ScheduleKind;
+  const std::vector<K> schedules =
+      p == 1 ? std::vector<K>{K::one_f_one_b}
+             : std::vector<K>{K::one_f_one_b, K::zb_h1, K::interleaved, K::zbv};
+  for (int m : p == 1 ? std::vector<int>{1} : std::vector<int>{p, 2 * p})
+    for (K schedule : schedules)
+      for (bool sp : {false, true})
+        for (Recompute r : {Recompute::none, Recompute::full})
+          for (int zero : s.zero_stages) {
+            if (rows % m || (sp && mesh.tp == 1) || (zero > 0 && mesh.dp * mesh.cp == 1)) continue;
+            gpt2::Options o = base;
+            o.mesh = mesh, o.microbatches = m, o.schedule = schedule, o.sequence_parallel = sp;
+            o.recompute = r, o.zero.stage = zero, o.pp_layers.clear();
+            o.virtual_stages = schedule == K::interleaved || schedule == K::zbv ? 2 : 1;
+            try {
+              validate(o, world);
+            } catch (const Error&) {
+              continue;
+            }
+            out.push_back(o);
+          }
+}
+}  // namespace detail
+
+// Every valid layout of `base`'s model, batch and optimizer on `world` ranks.
+inline std::vector<gpt2::Options> layout_candidates(const gpt2::Options& base, int world,
+                                                    const LayoutSearch& s = {}) {
+  std::vector<gpt2::Options> out;
+  for (int tp : plan::divisors(world, world))
+    for (int cp : plan::divisors(world / tp, world))
+      for (int pp : plan::divisors(world / (tp * cp), base.model.layers))
+        detail::add_mesh_layouts(out, base, {tp, pp, world / (tp * cp * pp), cp}, s, world);
+  return out;
+}
+
+// This machine's rates for many layouts (see the top of the file). Collective: every rank must
+// ask for the same layouts in the same order.
+class LayoutCalibration {
+ public:
+  Machine machine(const Comm& world, const gpt2::Options& o) {
+    LayerShape shape = layer_shape(o);
+    const int sequences = shape.B;
+    const auto key = std::make_tuple(o.mesh.tp, o.mesh.cp, int(o.cp_split), shape.n < shape.N());
+    if (!compute_.count(key)) {
+      LayerShape one = shape;
+      one.B = 1, one.n = shape.n / sequences;
+      compute_[key] = calibrate_compute(world, one);
+    }
+    Calibration c = compute_.at(key);
+    c.layer_kernels_s *= sequences, c.head_kernels_s *= sequences;
+    measure_calls(world, calls_, after_calls(o), c.gemm_flops, 0);
+    measure_calls(world, loop_calls_, loop_calls(o), c.gemm_flops, kGap);
+    c.calls = calls_, c.loop_calls = loop_calls_, c.gap_s = kGap;
+    return measured_machine(c);
+  }
+
+ private:
+  static constexpr double kGap = 0.005;
+  std::map<std::tuple<int, int, int, bool>, Calibration> compute_;
+  Calibration::Calls calls_, loop_calls_;
+};
+
+// The layouts of `base` on `world`'s ranks, predicted and the best `s.trials` of them measured;
+// trident::Error when none is valid or none fits the memory limit. Collective.
+template <class T, class S>
+LayoutChoice choose_layout(const Comm& world, const gpt2::Options& base, const TokenSource& data,
+                           const LayoutSearch& s) {
+  const std::vector<gpt2::Options> all = layout_candidates(base, world.size(), s);
+  require(!all.empty(), "no valid layout of the model on " + std::to_string(world.size()) +
+                            " ranks: no mesh TP x CP x PP x DP of them divides its " +
+                            std::to_string(base.model.heads) + " heads, " +
+                            std::to_string(base.model.layers) + " layers, " +
+                            std::to_string(base.model.seq) + " tokens and batch of " +
+                            std::to_string(base.batch));
+  const Precision p = trident_precision<T, S>();
+  LayoutChoice c;
+  c.valid = int(all.size()), c.memory_limit = s.memory_limit;
+  LayoutCandidate smallest;
+  for (const gpt2::Options& o : all) {
+    LayoutCandidate k{o, predicted_peak(o, p)};
+    if (smallest.peak_bytes == 0 || k.peak_bytes < smallest.peak_bytes) smallest = k;
+    if (s.memory_limit > 0 && k.peak_bytes > s.memory_limit)
+      ++c.over_memory;
+    else
+      c.fitting.push_back(k);
+  }
+  const double MiB = 1024.0 * 1024.0;
+  char sizes[128];
+  std::snprintf(sizes, sizeof sizes, "%.2f MiB per rank: the smallest predicted peak is %.2f MiB",
+                s.memory_limit / MiB, smallest.peak_bytes / MiB);
+  require(!c.fitting.empty(), std::string("no layout fits the memory limit of ") + sizes + ", of " +
+                                  layout_name(smallest.options));
+  LayoutCalibration cal;
+  for (LayoutCandidate& k : c.fitting)
+    k.predicted_s = predict(k.options, p, cal.machine(world, k.options)).step_s;
+  std::stable_sort(c.fitting.begin(), c.fitting.end(),
+                   [](const LayoutCandidate& a, const LayoutCandidate& b) {
+                     return a.predicted_s < b.predicted_s;
+                   });
+  c.tried = std::min(std::max(s.trials, 1), int(c.fitting.size()));
+  for (int k = 0; k < c.tried; ++k) {
+    LayoutCandidate& x = c.fitting[std::size_t(k)];
+    const MeasuredRun m = measure_run<T, S>(world, x.options, data, s.trial_steps);
+    x.measured_s = m.step_s;
+    for (const RankFigures& r : m.report.ranks)
+      x.measured_peak =
+          std::max(x.measured_peak, r.parameters + r.gradients + r.optimizer + r.activations);
+    if (x.measured_s < c.fitting[std::size_t(c.winner)].measured_s) c.winner = k;
+  }
+  return c;
+}
+
+// The choice as a table (world rank 0): the layouts tried, predicted next to measured.
+inline void print_layout_choice(const LayoutChoice& c, int world) {
+  const double MiB = 1024.0 * 1024.0;
+  char limit[64] = "none";
+  if (c.memory_limit > 0)
+    std::snprintf(limit, sizeof limit, "%.1f MiB per rank", c.memory_limit / MiB);
+  std::printf(
+      "\nlayout auto: %d valid layouts on %d ranks; %d over the memory limit (%s); %zu ranked by "
+      "the cost model calibrated here (costmodel/predict.hpp), the best %d run for a few steps "
+      "each; peak = model states + activations of the most loaded rank, MiB\n",
+      c.valid, world, c.over_memory, limit, c.fitting.size(), c.tried);
+  std::printf("%4s %-44s %10s %10s %11s %10s\n", "rank", "layout", "peak pred", "peak meas",
+              "step s pred", "step meas");
+  for (int k = 0; k < c.tried; ++k) {
+    const LayoutCandidate& x = c.fitting[std::size_t(k)];
+    std::printf("%4d %-44s %10.2f %10.2f %11.4f %10.4f%s\n", k + 1, layout_name(x.options).c_str(),
+                x.peak_bytes / MiB, x.measured_peak / MiB, x.predicted_s, x.measured_s,
+                k == c.winner ? "  <- chosen (fastest measured)" : "");
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace trident::costmodel
