@@ -42,7 +42,31 @@ struct Flags {
   double memory_limit_mib = 0;    // 0: the node's memory over its ranks
   int layout_trials = 4;
   std::optional<costmodel::LayoutChoice> layout_choice;  // --layout auto's, for --json
+  bool dry_run = false;
+  cli::Option* resume_flag = nullptr;
 };
+
+// --dry-run: each pipeline stage's memory per rank by kind as the cost model predicts it
+// (costmodel/trident_memory.hpp, equal to MemoryStats' to the byte), nothing allocated.
+void print_dry_run(const gpt2::Options& o, const RunFlags& r) {
+  using costmodel::trident_precision;
+  const plan::Precision p = r.precision == "bf16" ? trident_precision<float, bf16>()
+                            : r.dtype == "double" ? trident_precision<double, double>()
+                                                  : trident_precision<float, float>();
+  const double MiB = 1024.0 * 1024.0;
+  std::printf(
+      "dry run, %s: memory per rank, MiB, predicted (costmodel/trident_memory.hpp: ZeRO's model "
+      "states of the stage's units, the peak of its activations over the schedule); buffers for "
+      "communication and temporaries not included\n%5s %10s %10s %10s %12s %10s\n",
+      costmodel::layout_name(o).c_str(), "stage", "params", "grads", "optimizer", "activations",
+      "total");
+  for (int s = 0; s < o.mesh.pp; ++s) {
+    const plan::ModelStateBytes m = costmodel::stage_model_states(o, s, p);
+    const double a = costmodel::stage_activation_bytes(o, s, p);
+    std::printf("%5d %10.3f %10.3f %10.3f %12.3f %10.3f\n", s, m.params / MiB, m.grads / MiB,
+                m.optimizer / MiB, a / MiB, (m.total() + a) / MiB);
+  }
+}
 
 // --layout auto: the layout costmodel/layout.hpp chooses replaces the mesh and its policies,
 // which the command line must then leave out; the table of the layouts tried on rank 0.
@@ -277,6 +301,43 @@ int train(const Comm& world, Flags& f, TokenSource data,
   return 0;
 }
 
+// train_gpt's own flags: weights, checkpoints, traces, inference, the layout.
+void add_program_options(cli::App& app, Flags& f) {
+  app.add_option("--init", f.init, "initial weights (safetensors, GPT-2 names)");
+  app.add_option("--save", f.save, "write the final weights (safetensors)");
+  app.add_option("--checkpoint-dir", f.checkpoint_dir,
+                 "directory of full checkpoints (DIR/step-N: parameters, optimizer, step)");
+  app.add_option("--save-every", f.save_every, "write a checkpoint every N steps")
+      ->check(cli::NonNegativeNumber);
+  app.add_option("--keep", f.keep, "checkpoints to keep (the newest; 0 keeps all)")
+      ->check(cli::NonNegativeNumber)
+      ->capture_default_str();
+  f.resume_flag = app.add_option("--resume", f.resume,
+                                 "continue from a checkpoint, or (no value) from the newest "
+                                 "in --checkpoint-dir")
+                      ->expected(0, 1);
+  app.add_option("--stop-after", f.stop_after,
+                 "end the run after this step, as if cut off (the schedule still plans --steps)")
+      ->check(cli::PositiveNumber);
+  app.add_option("--dump-grads", f.dump_grads, "write the first step's gradients, loss and batch");
+  app.add_option("--trace", f.trace, "write the last step's timeline as a Chrome trace (Perfetto)");
+  app.add_option("--svg", f.svg, "write the last step's timeline as an SVG picture");
+  add_inference_options(app, f.inference);
+  app.add_option("--layout", f.layout,
+                 "manual (the mesh flags) or auto: every valid layout predicted by the cost model "
+                 "calibrated here, the best few run, the fastest kept")
+      ->check(cli::IsMember({"manual", "auto"}))
+      ->capture_default_str();
+  app.add_option("--memory-limit", f.memory_limit_mib,
+                 "--layout auto: MiB per rank for model states and activations (default: the "
+                 "node's memory over its ranks)");
+  app.add_flag("--dry-run", f.dry_run,
+               "print each stage's predicted memory per rank by kind, and do not train");
+  app.add_option("--layout-trials", f.layout_trials,
+                 "--layout auto: the best predicted layouts run for a few steps")
+      ->capture_default_str();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -292,48 +353,21 @@ int main(int argc, char** argv) {
     app.last_value_wins();
     add_model_options(app, o.model);
     add_run_options(app, o, f.run, o.model.seed);
-    app.add_option("--init", f.init, "initial weights (safetensors, GPT-2 names)");
-    app.add_option("--save", f.save, "write the final weights (safetensors)");
-    app.add_option("--checkpoint-dir", f.checkpoint_dir,
-                   "directory of full checkpoints (DIR/step-N: parameters, optimizer, step)");
-    app.add_option("--save-every", f.save_every, "write a checkpoint every N steps")
-        ->check(cli::NonNegativeNumber);
-    app.add_option("--keep", f.keep, "checkpoints to keep (the newest; 0 keeps all)")
-        ->check(cli::NonNegativeNumber)
-        ->capture_default_str();
-    auto* resume_flag = app.add_option("--resume", f.resume,
-                                       "continue from a checkpoint, or (no value) from the newest "
-                                       "in --checkpoint-dir")
-                            ->expected(0, 1);
-    app.add_option("--stop-after", f.stop_after,
-                   "end the run after this step, as if cut off (the schedule still plans --steps)")
-        ->check(cli::PositiveNumber);
-    app.add_option("--dump-grads", f.dump_grads,
-                   "write the first step's gradients, loss and batch");
-    app.add_option("--trace", f.trace,
-                   "write the last step's timeline as a Chrome trace (Perfetto)");
-    app.add_option("--svg", f.svg, "write the last step's timeline as an SVG picture");
-    add_inference_options(app, f.inference);
-    app.add_option(
-           "--layout", f.layout,
-           "manual (the mesh flags) or auto: every valid layout predicted by the cost model "
-           "calibrated here, the best few run, the fastest kept")
-        ->check(cli::IsMember({"manual", "auto"}))
-        ->capture_default_str();
-    app.add_option("--memory-limit", f.memory_limit_mib,
-                   "--layout auto: MiB per rank for model states and activations (default: the "
-                   "node's memory over its ranks)");
-    app.add_option("--layout-trials", f.layout_trials,
-                   "--layout auto: the best predicted layouts run for a few steps")
-        ->capture_default_str();
+    add_program_options(app, f);
     parse_command_line(app, argc, argv, world);
 
     apply_run_options(world, o, f.run);
-    f.resuming = resume_flag->count() > 0;
+    f.resuming = f.resume_flag->count() > 0;
     require(f.save_every == 0 || !f.checkpoint_dir.empty(), "--save-every needs --checkpoint-dir");
     require(!f.resuming || !f.resume.empty() || !f.checkpoint_dir.empty(),
             "--resume without a path needs --checkpoint-dir");
     check_inference_options(f.inference, o.model.vocab);
+    if (f.dry_run) {
+      require(f.layout == "manual", "--dry-run predicts a given layout: not with --layout auto");
+      gpt2::validate(o, world.size());
+      if (world.rank() == 0) print_dry_run(o, f.run);
+      return 0;
+    }
 
     TokenSource data = load_data(world, f.run.data, o.model.vocab, o.model.seq);
     // --eval-every: the tail of the data is held out, never trained on

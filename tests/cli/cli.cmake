@@ -223,6 +223,13 @@ add_test(NAME cli.layout_auto COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${layout_auto}
          "-DEXPECT=layout auto: |over the memory limit (64.0 MiB per rank)|<- chosen (fastest measured)|2 steps: loss"
          -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_output.cmake)
 set_tests_properties(cli.layout_auto PROPERTIES TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=1")
+set(dry_run ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 $<TARGET_FILE:train_gpt> ${tiny}
+    --pp 2 --schedule zb-h1 --microbatches 2 --dry-run)
+string(REPLACE ";" "|" dry_run "${dry_run}")
+add_test(NAME cli.dry_run COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${dry_run}"
+         "-DEXPECT=dry run, TP1-PP2-DP1 ZeRO-0 zb-h1 m=2: memory per rank|stage     params"
+         -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_output.cmake)
+set_tests_properties(cli.dry_run PROPERTIES TIMEOUT 60 ENVIRONMENT "OMP_NUM_THREADS=1")
 trident_cli_error(layout_auto_mesh_flag RANKS 2 PROGRAM train_gpt ARGS ${tiny} --layout auto --tp 2
   EXPECT "--layout auto chooses --tp itself: leave it out, or use --layout manual")
 trident_cli_error(layout_auto_memory RANKS 2 PROGRAM train_gpt ARGS ${tiny} --layout auto

@@ -13,26 +13,31 @@
 // Calibration for many layouts: the compute rates are measured once per (TP, CP, split, SP) at
 // one sequence per microbatch and scaled by the sequences a microbatch holds (a layer's other
 // kernels and the loss are linear in them); each call (operation, group size) once, the loop's
-// after 5 ms of compute.
+// after 5 ms of compute. On two nodes the link between them is measured (inter_node.hpp) and
+// every call whose groups cross it priced on it; CP is then left out of the search (the link's
+// pricing knows the TP, DP and PP groups only).
 #pragma once
 
 #include <unistd.h>
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "../plan/planner.hpp"
+#include "inter_node.hpp"
 #include "measured.hpp"
 
 namespace trident::costmodel {
 
 struct LayoutSearch {
-  double memory_limit = 0;  // bytes per rank (model states + activations); 0: no limit
-  int trials = 4;           // layouts run, the best predicted
-  int trial_steps = 2;      // measured steps each, after one that warms up
+  double memory_limit = 0;       // bytes per rank (model states + activations); 0: no limit
+  bool context_parallel = true;  // CP > 1 layouts (not across nodes)
+  int trials = 4;                // layouts run, the best predicted
+  int trial_steps = 2;           // measured steps each, after one that warms up
   std::vector<int> zero_stages{0, 1, 2, 3};
 };
 
@@ -113,7 +118,7 @@ inline std::vector<gpt2::Options> layout_candidates(const gpt2::Options& base, i
                                                     const LayoutSearch& s = {}) {
   std::vector<gpt2::Options> out;
   for (int tp : plan::divisors(world, world))
-    for (int cp : plan::divisors(world / tp, world))
+    for (int cp : plan::divisors(world / tp, s.context_parallel ? world : 1))
       for (int pp : plan::divisors(world / (tp * cp), base.model.layers))
         detail::add_mesh_layouts(out, base, {tp, pp, world / (tp * cp * pp), cp}, s, world);
   return out;
@@ -123,6 +128,16 @@ inline std::vector<gpt2::Options> layout_candidates(const gpt2::Options& base, i
 // ask for the same layouts in the same order.
 class LayoutCalibration {
  public:
+  // Collective: on two nodes, measures the link (at TRIDENT_LINK_BPS, cmake/cluster.sh's, or
+  // 1 Gbit/s nominal).
+  explicit LayoutCalibration(const Comm& world) : nodes_{node_comm(world).size()} {
+    nodes_count_ = world.size() / nodes_.ranks_per_node;
+    if (nodes_count_ != 2) return;
+    const char* bps = std::getenv("TRIDENT_LINK_BPS");
+    link_ = measure_link(world, nodes_, (bps ? std::atof(bps) : 1e9) / 8).bandwidth;
+  }
+  int nodes() const { return nodes_count_; }
+
   Machine machine(const Comm& world, const gpt2::Options& o) {
     LayerShape shape = layer_shape(o);
     const int sequences = shape.B;
@@ -137,28 +152,32 @@ class LayoutCalibration {
     measure_calls(world, calls_, after_calls(o), c.gemm_flops, 0);
     measure_calls(world, loop_calls_, loop_calls(o), c.gemm_flops, kGap);
     c.calls = calls_, c.loop_calls = loop_calls_, c.gap_s = kGap;
-    return measured_machine(c);
+    return link_ > 0 ? over_link(measured_machine(c), o, nodes_, link_) : measured_machine(c);
   }
 
  private:
   static constexpr double kGap = 0.005;
+  InterNode nodes_;
+  int nodes_count_ = 1;
+  double link_ = 0;  // bytes/s each way between two nodes, as MPI gets it
   std::map<std::tuple<int, int, int, bool>, Calibration> compute_;
   Calibration::Calls calls_, loop_calls_;
 };
 
-// The layouts of `base` on `world`'s ranks, predicted and the best `s.trials` of them measured;
-// trident::Error when none is valid or none fits the memory limit. Collective.
-template <class T, class S>
-LayoutChoice choose_layout(const Comm& world, const gpt2::Options& base, const TokenSource& data,
-                           const LayoutSearch& s) {
-  const std::vector<gpt2::Options> all = layout_candidates(base, world.size(), s);
+// The layouts of `base` on `world`'s ranks within the memory limit, by predicted step time (none
+// tried yet); trident::Error when none is valid or none fits. Collective.
+inline LayoutChoice rank_layouts(const Comm& world, const gpt2::Options& base,
+                                 const LayoutSearch& s, const Precision& p) {
+  LayoutCalibration cal(world);
+  LayoutSearch search = s;
+  search.context_parallel = s.context_parallel && cal.nodes() == 1;
+  const std::vector<gpt2::Options> all = layout_candidates(base, world.size(), search);
   require(!all.empty(), "no valid layout of the model on " + std::to_string(world.size()) +
                             " ranks: no mesh TP x CP x PP x DP of them divides its " +
                             std::to_string(base.model.heads) + " heads, " +
                             std::to_string(base.model.layers) + " layers, " +
                             std::to_string(base.model.seq) + " tokens and batch of " +
                             std::to_string(base.batch));
-  const Precision p = trident_precision<T, S>();
   LayoutChoice c;
   c.valid = int(all.size()), c.memory_limit = s.memory_limit;
   LayoutCandidate smallest;
@@ -176,22 +195,37 @@ LayoutChoice choose_layout(const Comm& world, const gpt2::Options& base, const T
                 s.memory_limit / MiB, smallest.peak_bytes / MiB);
   require(!c.fitting.empty(), std::string("no layout fits the memory limit of ") + sizes + ", of " +
                                   layout_name(smallest.options));
-  LayoutCalibration cal;
   for (LayoutCandidate& k : c.fitting)
     k.predicted_s = predict(k.options, p, cal.machine(world, k.options)).step_s;
   std::stable_sort(c.fitting.begin(), c.fitting.end(),
                    [](const LayoutCandidate& a, const LayoutCandidate& b) {
                      return a.predicted_s < b.predicted_s;
                    });
+  return c;
+}
+
+// Layout x measured: `steps` steps after one that warms up; the step time is the slowest rank's
+// (the same on every rank), the peak the most of any rank's states and activations (world rank
+// 0). Collective.
+template <class T, class S>
+void measure_layout(const Comm& world, LayoutCandidate& x, const TokenSource& data, int steps) {
+  const MeasuredRun m = measure_run<T, S>(world, x.options, data, steps);
+  x.measured_s = m.step_s;
+  for (const RankFigures& r : m.report.ranks)
+    x.measured_peak =
+        std::max(x.measured_peak, r.parameters + r.gradients + r.optimizer + r.activations);
+}
+
+// rank_layouts, then the best `s.trials` measured and the fastest of them the winner. Collective.
+template <class T, class S>
+LayoutChoice choose_layout(const Comm& world, const gpt2::Options& base, const TokenSource& data,
+                           const LayoutSearch& s) {
+  LayoutChoice c = rank_layouts(world, base, s, trident_precision<T, S>());
   c.tried = std::min(std::max(s.trials, 1), int(c.fitting.size()));
   for (int k = 0; k < c.tried; ++k) {
-    LayoutCandidate& x = c.fitting[std::size_t(k)];
-    const MeasuredRun m = measure_run<T, S>(world, x.options, data, s.trial_steps);
-    x.measured_s = m.step_s;
-    for (const RankFigures& r : m.report.ranks)
-      x.measured_peak =
-          std::max(x.measured_peak, r.parameters + r.gradients + r.optimizer + r.activations);
-    if (x.measured_s < c.fitting[std::size_t(c.winner)].measured_s) c.winner = k;
+    measure_layout<T, S>(world, c.fitting[std::size_t(k)], data, s.trial_steps);
+    if (c.fitting[std::size_t(k)].measured_s < c.fitting[std::size_t(c.winner)].measured_s)
+      c.winner = k;
   }
   return c;
 }
