@@ -12,7 +12,7 @@
 // ends with text sampled from the trained model.
 #include <cstdio>
 #include <optional>
-#include <trident/costmodel/layout.hpp>
+#include <trident/costmodel/layout_cli.hpp>
 #include <trident/io/checkpoint.hpp>
 #include <trident/io/chrome_trace.hpp>
 #include <trident/io/cli.hpp>
@@ -38,62 +38,9 @@ struct Flags {
   bool resuming = false;
   int save_every = 0, keep = 0, stop_after = 0;
   InferenceFlags inference;       // --eval-every, --sample, ...
-  std::string layout = "manual";  // --layout auto: chosen by costmodel/layout.hpp
-  double memory_limit_mib = 0;    // 0: the node's memory over its ranks
-  int layout_trials = 4;
-  std::optional<costmodel::LayoutChoice> layout_choice;  // --layout auto's, for --json
-  bool dry_run = false;
+  costmodel::LayoutFlags layout;  // --layout auto, --dry-run (costmodel/layout_cli.hpp)
   cli::Option* resume_flag = nullptr;
 };
-
-// --dry-run: each pipeline stage's memory per rank by kind as the cost model predicts it
-// (costmodel/trident_memory.hpp, equal to MemoryStats' to the byte), nothing allocated.
-void print_dry_run(const gpt2::Options& o, const RunFlags& r) {
-  using costmodel::trident_precision;
-  const plan::Precision p = r.precision == "bf16" ? trident_precision<float, bf16>()
-                            : r.dtype == "double" ? trident_precision<double, double>()
-                                                  : trident_precision<float, float>();
-  const double MiB = 1024.0 * 1024.0;
-  std::printf(
-      "dry run, %s: memory per rank, MiB, predicted (costmodel/trident_memory.hpp: ZeRO's model "
-      "states of the stage's units, the peak of its activations over the schedule); buffers for "
-      "communication and temporaries not included\n%5s %10s %10s %10s %12s %10s\n",
-      costmodel::layout_name(o).c_str(), "stage", "params", "grads", "optimizer", "activations",
-      "total");
-  for (int s = 0; s < o.mesh.pp; ++s) {
-    const plan::ModelStateBytes m = costmodel::stage_model_states(o, s, p);
-    const double a = costmodel::stage_activation_bytes(o, s, p);
-    std::printf("%5d %10.3f %10.3f %10.3f %12.3f %10.3f\n", s, m.params / MiB, m.grads / MiB,
-                m.optimizer / MiB, a / MiB, (m.total() + a) / MiB);
-  }
-}
-
-// --layout auto: the layout costmodel/layout.hpp chooses replaces the mesh and its policies,
-// which the command line must then leave out; the table of the layouts tried on rank 0.
-void choose_layout(const Comm& world, const cli::App& app, Flags& f, const TokenSource& data) {
-  for (const char* flag : {"--tp", "--cp", "--pp", "--dp", "--zero", "--schedule", "--microbatches",
-                           "--virtual-stages", "--sequence-parallel", "--recompute", "--pp-layers"})
-    require(app.count(flag) == 0, std::string("--layout auto chooses ") + flag +
-                                      " itself: leave it out, or use --layout manual");
-  require(f.run.device == "cpu" && f.run.dtype == "float" && f.run.precision == "fp32",
-          "--layout auto measures float runs on the CPU: --device cpu --dtype float "
-          "--precision fp32");
-  require(f.memory_limit_mib >= 0 && f.layout_trials >= 1,
-          "--memory-limit must be at least 0 and --layout-trials at least 1");
-  costmodel::LayoutSearch s;
-  s.memory_limit = f.memory_limit_mib > 0 ? f.memory_limit_mib * 1024 * 1024
-                                          : costmodel::node_memory_per_rank(world);
-  s.trials = f.layout_trials;
-  const costmodel::LayoutChoice c = costmodel::choose_layout<float, float>(world, f.o, data, s);
-  if (world.rank() == 0) costmodel::print_layout_choice(c, world.size());
-  f.layout_choice = c;
-  const gpt2::Options& chosen = c.chosen();
-  gpt2::Options& o = f.o;
-  o.mesh = chosen.mesh, o.zero.stage = chosen.zero.stage, o.schedule = chosen.schedule;
-  o.microbatches = chosen.microbatches, o.virtual_stages = chosen.virtual_stages;
-  o.sequence_parallel = chosen.sequence_parallel, o.recompute = chosen.recompute;
-  o.pp_layers = chosen.pp_layers;
-}
 
 // What the training loop records: every step's loss, the held-out losses, the skipped steps and
 // the measured steps (all but the first, which warms up).
@@ -267,7 +214,7 @@ void write_outputs(const Comm& world, const Trainer& t, const Flags& f, const To
   j["val_losses"] = h.val_losses;
   j["sample_tokens"] = sampled;
   j["sample"] = tokens_as_text(sampled, o.model.vocab);
-  if (f.layout_choice) j["layout"] = layout_json(*f.layout_choice);
+  if (f.layout.choice) j["layout"] = layout_json(*f.layout.choice);
   write_json(f.run.json, j);
 }
 
@@ -323,19 +270,7 @@ void add_program_options(cli::App& app, Flags& f) {
   app.add_option("--trace", f.trace, "write the last step's timeline as a Chrome trace (Perfetto)");
   app.add_option("--svg", f.svg, "write the last step's timeline as an SVG picture");
   add_inference_options(app, f.inference);
-  app.add_option("--layout", f.layout,
-                 "manual (the mesh flags) or auto: every valid layout predicted by the cost model "
-                 "calibrated here, the best few run, the fastest kept")
-      ->check(cli::IsMember({"manual", "auto"}))
-      ->capture_default_str();
-  app.add_option("--memory-limit", f.memory_limit_mib,
-                 "--layout auto: MiB per rank for model states and activations (default: the "
-                 "node's memory over its ranks)");
-  app.add_flag("--dry-run", f.dry_run,
-               "print each stage's predicted memory per rank by kind, and do not train");
-  app.add_option("--layout-trials", f.layout_trials,
-                 "--layout auto: the best predicted layouts run for a few steps")
-      ->capture_default_str();
+  costmodel::add_layout_options(app, f.layout);
 }
 
 }  // namespace
@@ -362,10 +297,11 @@ int main(int argc, char** argv) {
     require(!f.resuming || !f.resume.empty() || !f.checkpoint_dir.empty(),
             "--resume without a path needs --checkpoint-dir");
     check_inference_options(f.inference, o.model.vocab);
-    if (f.dry_run) {
-      require(f.layout == "manual", "--dry-run predicts a given layout: not with --layout auto");
+    if (f.layout.dry_run) {
+      require(f.layout.layout == "manual",
+              "--dry-run predicts a given layout: not with --layout auto");
       gpt2::validate(o, world.size());
-      if (world.rank() == 0) print_dry_run(o, f.run);
+      if (world.rank() == 0) costmodel::print_dry_run(o, f.run);
       return 0;
     }
 
@@ -376,7 +312,8 @@ int main(int argc, char** argv) {
       auto [train_part, tail] = data.split_tail(f.inference.held_out, o.model.seq);
       data = std::move(train_part), held_out = std::move(tail);
     }
-    if (f.layout == "auto") choose_layout(world, app, f, data);
+    if (f.layout.layout == "auto")
+      costmodel::apply_layout_auto(world, app, o, f.run, f.layout, data);
     return with_device(f.run.device, [&](auto device) {
       using B = decltype(device);
       if (f.run.precision == "bf16") return train<float, bf16, B>(world, f, data, held_out);
