@@ -50,6 +50,7 @@ struct History {
   std::vector<int> val_steps;
   std::vector<int> skipped;  // steps skipped for a non-finite loss or gradient norm
   std::vector<StepResult> measured;
+  ReportWindow window;  // opened before the first measured step
 };
 
 // --init, then --resume (a directory with no checkpoint yet is a fresh start: every slice of a
@@ -90,10 +91,8 @@ void run_steps(const Comm& world, Trainer& t, const Flags& f, TokenSource& data,
   const double tokens = double(t.options().batch) * t.options().model.seq;
   double elapsed = 0;
   for (int s = h.first; s < h.last; ++s) {
-    if (s == h.first + 1) {  // the first step warms up; the report measures the others
-      comm_stats().reset();
-      memory_stats().reset_peaks();
-    }
+    if (s == h.first + 1) h.window = ReportWindow(t);  // the first step warms up
+
     StepResult r = (s == 0 && !f.dump_grads.empty())
                        ? dump_gradients_and_step(t, data, f.dump_grads)
                        : t.step();
@@ -238,7 +237,7 @@ int train(const Comm& world, Flags& f, TokenSource data,
   const double tokens = double(t.options().batch) * t.options().model.seq;
   const double tokens_per_s =
       h.measured.empty() ? std::nan("") : h.measured.size() * tokens / seconds;
-  const RunReport report = make_report(t, h.measured);
+  const RunReport report = h.window.report(t, h.measured);
   if (!f.save.empty()) save_weights(t, f.save);
   const std::vector<std::int32_t> sampled =
       f.inference.sample.tokens > 0 ? sample(t, prompt_tokens(f.inference), f.inference.sample)

@@ -45,13 +45,11 @@ int train(const Comm& world, const llama::Config& c, const TrainOptions& o, cons
   std::vector<double> losses;
   std::vector<int> skipped;  // steps skipped for a non-finite loss or gradient norm
   std::vector<StepResult> measured;
+  ReportWindow window;  // opened before the first measured step
   const double tokens = double(o.batch) * c.seq;
   double elapsed = 0;
   for (int s = 0; s < f.steps; ++s) {
-    if (s == 1) {  // the first step warms up; the report measures the others
-      comm_stats().reset();
-      memory_stats().reset_peaks();
-    }
+    if (s == 1) window = ReportWindow(t);  // the first step warms up; the report the others
     StepResult r = t.step();
     losses.push_back(r.loss);
     if (r.skipped) skipped.push_back(s);
@@ -65,7 +63,7 @@ int train(const Comm& world, const llama::Config& c, const TrainOptions& o, cons
   double seconds = 0;
   for (const StepResult& r : measured) seconds += r.seconds;
   const double tokens_per_s = measured.empty() ? std::nan("") : measured.size() * tokens / seconds;
-  const RunReport report = make_report(t, measured);
+  const RunReport report = window.report(t, measured);
   if (world.rank() != 0) return 0;
   char throughput[64] = "n/a tokens/s (one step, which warms up)";
   if (!measured.empty())

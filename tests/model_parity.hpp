@@ -1,7 +1,8 @@
 // tests/model_parity.hpp: a trainer of any model, on any backend, against another run of the
 // same model on the same data and initial weights: against one process running it alone (every
-// step's loss and gradient norm, every parameter element this rank holds, by global index), or
-// against a run on the same mesh, bit for bit (a backend whose kernels are the CPU's).
+// step's loss and gradient norm, every parameter element this rank holds, by global index: the
+// parity kit's comparison, testing/parity.hpp), or against a run on the same mesh, bit for bit
+// (a backend whose kernels are the CPU's).
 #pragma once
 
 #include <cmath>
@@ -11,37 +12,19 @@
 #include <vector>
 
 #include <trident/backend/device_buffer.hpp>
+#include <trident/testing/parity.hpp>
 #include <trident/train/trainer.hpp>
 
 #include "mpi_test.hpp"
 
 namespace trident::test {
 
-// Unit u of chunk c's parameters as T, copied to the host (the store's memory is its backend's).
-template <class Trainer>
-auto unit_parameters(Trainer& t, int c, int u) {
-  auto& st = t.chunk(c).store();
-  using B = typename Trainer::Backend;
-  auto host = backend::host_copy<B>(st.gather_parameters(u), st.padded(u));
-  st.release_parameters(u);
-  return host;
-}
-
-// Every parameter of a single-process trainer, by name (its one chunk holds the whole model).
-template <class Trainer>
-std::map<std::string, std::vector<double>> whole_parameters(Trainer& t) {
-  std::map<std::string, std::vector<double>> out;
-  auto& st = t.chunk(0).store();
-  for (int u = 0; u < st.size(); ++u) {
-    const auto p = unit_parameters(t, 0, u);
-    for (const LocalParam& lp : st.layout(u).params)
-      out[lp.spec.name].assign(p.begin() + lp.offset, p.begin() + lp.offset + lp.numel);
-  }
-  return out;
-}
+using testing::unit_parameters;
+using testing::whole_parameters;
 
 // Runs `steps` steps of run and ref (one process) and checks every step's loss and gradient
-// norm and every parameter element run holds on this rank, relative to within tol.
+// norm and every parameter element run holds on this rank, relative to within tol (the parity
+// kit's comparison, testing/parity.hpp).
 template <class Run, class Ref>
 void check_against_single_process(Run& run, Ref& ref, int steps = 3, double tol = 1e-10) {
   for (int s = 0; s < steps; ++s) {
@@ -50,30 +33,9 @@ void check_against_single_process(Run& run, Ref& ref, int steps = 3, double tol 
     CHECK(std::abs(r.loss - want.loss) <= tol * std::abs(want.loss));
     CHECK(std::abs(r.grad_norm - want.grad_norm) <= 10 * tol * want.grad_norm);
   }
-  const auto whole = whole_parameters(ref);
-  double worst = 0;
   std::string where;
   std::size_t compared = 0;
-  for (int ch = 0; ch < run.chunks(); ++ch) {
-    auto& st = run.chunk(ch).store();
-    for (int u = 0; u < st.size(); ++u) {
-      const auto p = unit_parameters(run, ch, u);
-      for (const LocalParam& lp : st.layout(u).params) {
-        const std::vector<double>& want = whole.at(lp.spec.name);
-        double scale = 0, diff = 0;
-        for (double x : want) scale = std::max(scale, std::abs(x));
-        const ShardLayout& l = lp.layout;
-        for (std::int64_t i = 0; i < l.local_rows(); ++i)
-          for (std::int64_t j = 0; j < l.local_cols(); ++j) {
-            const std::int64_t g = l.global_offset(i, j, l.rank());
-            const double got = double(p[lp.offset + i * l.local_cols() + j]);
-            diff = std::max(diff, std::abs(got - (g < 0 ? 0.0 : want[g])));  // g < 0: padding
-            ++compared;
-          }
-        if (diff / scale > worst) worst = diff / scale, where = lp.spec.name;
-      }
-    }
-  }
+  const double worst = testing::parameter_difference(run, whole_parameters(ref), where, compared);
   INFO("largest relative parameter difference " << worst << " in " << where);
   CHECK(compared > 0);
   CHECK(worst <= tol);

@@ -1,12 +1,15 @@
 // The Llama-style decoder (models/llama/): every parallel configuration against its own
 // single-process run in double (every step's loss and gradient norm, every parameter after 3
-// AdamW steps), the whole model's gradients against central finite differences of the loss,
-// and the model's bad input.
+// AdamW steps) through the parity kit (testing/), the whole model's and each part's gradients
+// against central finite differences, and the model's bad input.
 #include <trident/models/llama/llama.hpp>
 
 #include <cmath>
 #include <map>
+#include <set>
 #include <string>
+
+#include <trident/testing/doctest.hpp>
 
 #include "model_parity.hpp"
 #include "mpi_test.hpp"
@@ -41,45 +44,12 @@ void check_against_single_process(const Comm& comm, const llama::Config& c, cons
                                   double tol = 1e-10) {
   const TokenSource data = TokenSource::synthetic(c.vocab);
   const Comm self = comm.split(comm.rank(), 0, "self");
-  TrainOptions one = o;
-  one.mesh = {1, 1, 1};
-  one.sequence_parallel = false;
-  one.schedule = pp::ScheduleKind::one_f_one_b;
-  one.microbatches = 1;
-  one.virtual_stages = 1;
-  one.pp_layers.clear();
-  one.zero = ZeroPolicy{};
   llama::Trainer<double, double, B> run(comm, llama::Model(c), o, data);
-  llama::Trainer<double> ref(self, llama::Model(c), one, data);
+  llama::Trainer<double> ref(self, llama::Model(c), testing::single_process(o), data);
   test::check_against_single_process(run, ref, 3, tol);
 }
 
 }  // namespace
-
-TEST_CASE("llama: TP=2, without and with sequence parallelism, matches one process in double") {
-  for (bool sp : {false, true}) {
-    auto comm = test::first_ranks(2, test::current_test_name());
-    if (!comm) continue;
-    const std::string name = sp ? "TP=2 with SP" : "TP=2";
-    INFO(name);
-    TrainOptions o = small_run({2, 1, 1});
-    o.sequence_parallel = sp;
-    check_against_single_process(*comm, small_model(), o);
-  }
-}
-
-TEST_CASE("llama: PP=2 with 1F1B and with ZB-H1 matches one process in double") {
-  for (auto schedule : {pp::ScheduleKind::one_f_one_b, pp::ScheduleKind::zb_h1}) {
-    auto comm = test::first_ranks(2, test::current_test_name());
-    if (!comm) continue;
-    const std::string name = pp::to_string(schedule);
-    INFO("schedule " << name);
-    TrainOptions o = small_run({1, 2, 1});
-    o.schedule = schedule;
-    o.microbatches = 4;
-    check_against_single_process(*comm, small_model(), o);
-  }
-}
 
 // A stage boundary between a block's attention and MLP halves (nn/block_halves.hpp): 1F1B 1.5 +
 // 2.5 (with full recomputation), ZB-H1 2.5 + 1.5, ZB-V 1.5, 1, 1.5, 0; and TP2 (SP) x PP2 2.5 +
@@ -124,62 +94,55 @@ TEST_CASE(
   check_against_single_process(comm, small_model(), o);
 }
 
-TEST_CASE("llama: DP=2 with ZeRO-3 matches one process in double") {
+// The parity kit (testing/parity.hpp) on the cases 2 ranks allow: TP2 with and without SP, PP2
+// under GPipe, 1F1B (with full recomputation too), interleaved, ZB-H1 and ZB-V, DP2 with ZeRO 0-3,
+// CP2 — each against one process in double, within 1e-10.
+TEST_CASE("llama: the parity kit's 2-rank cases match one process in double") {
   TRIDENT_RANKS(2, comm);
-  TrainOptions o = small_run({1, 1, 2});
-  o.zero.stage = 3;
-  o.microbatches = 2;
-  check_against_single_process(comm, small_model(), o);
+  const testing::ParityReport r = testing::check_parity(
+      comm, llama::Model(small_model()), TokenSource::synthetic(67), small_run({1, 1, 1}));
+  testing::check(r);
+  CHECK(r.count(testing::ParityOutcome::Status::passed) == 13);
 }
 
-TEST_CASE("llama: TP=2 x PP=2 x DP=2 with ZeRO-1 and SP matches one process in double") {
+// Its 4- and 8-rank cases: TP2 x PP2, TP2 x DP2 with ZeRO-3, PP2 x DP2 with ZB-H1 and ZeRO-1,
+// PP4, TP2 x PP2 x DP2 with ZeRO-1, without and with SP; TP4 refused (2 KV heads).
+TEST_CASE("llama: the parity kit's 4- and 8-rank cases match one process in double") {
   TRIDENT_RANKS(8, comm);
-  TrainOptions o = small_run({2, 2, 2});
-  o.zero.stage = 1;
-  o.microbatches = 2;
-  check_against_single_process(comm, small_model(), o);
-  o.sequence_parallel = true;
-  check_against_single_process(comm, small_model(), o);
+  const llama::Model model(small_model());
+  const TrainOptions base = small_run({1, 1, 1});
+  std::vector<testing::ParityCase> cases;
+  for (const testing::ParityCase& c : testing::default_cases(model, base, comm.size()))
+    if (c.run.mesh.product() > 2) cases.push_back(c);
+  const testing::ParityReport r =
+      testing::check_parity(comm, model, TokenSource::synthetic(67), base, cases);
+  testing::check(r);
+  CHECK(r.count(testing::ParityOutcome::Status::passed) == 6);
+  // TP4 is refused by the model, with its reason: 2 KV heads cannot be split over 4 ranks
+  REQUIRE(r.count(testing::ParityOutcome::Status::refused) == 1);
+  for (const testing::ParityOutcome& o : r.cases)
+    if (o.status == testing::ParityOutcome::Status::refused) {
+      CHECK(o.name == "TP4");
+      CHECK(o.reason.find("the 2 KV heads are not divisible by TP=4") != std::string::npos);
+    }
 }
 
-TEST_CASE("llama: the whole model's gradients match central differences of the loss") {
+// The kit's gradient check (testing/gradcheck_parts.hpp): the whole model's gradients against
+// central differences of the loss, and each part's (embedding, every block, head) alone.
+TEST_CASE("llama: the whole model's and each part's gradients match central differences") {
   TRIDENT_RANKS(1, comm);
   llama::Config c = small_model();
   c.layers = 2, c.seq = 8;
   TrainOptions o = small_run({1, 1, 1});
   o.batch = 2;
-  llama::Trainer<double> t(comm, llama::Model(c), o, TokenSource::synthetic(c.vocab));
-  (void)t.gradients_only();
-  UnitStore<double>& st = t.chunk(0).store();
-  std::map<std::string, std::vector<double>> grads;
-  for (int u = 0; u < st.size(); ++u) {
-    const Span<double> g = st.reduced_grads(u);
-    for (const LocalParam& lp : st.layout(u).params)
-      grads[lp.spec.name].assign(g.data() + lp.offset, g.data() + lp.offset + lp.numel);
-  }
-  // a few elements of every parameter: the loss at w +- h, one process, ZeRO-0 (the stored
-  // parameters are the ones the forward reads)
-  const double h = 1e-5;
-  int checked = 0;
-  for (int u = 0; u < st.size(); ++u)
-    for (const LocalParam& lp : st.layout(u).params) {
-      const std::size_t n = lp.numel;
-      for (std::size_t k : {std::size_t(0), n / 3, n - 1}) {
-        double* w = st.owned_params(u) + lp.offset + k;
-        const double saved = *w;
-        *w = saved + h;
-        const double up = t.gradients_only().loss;
-        *w = saved - h;
-        const double down = t.gradients_only().loss;
-        *w = saved;
-        const double numeric = (up - down) / (2 * h), analytic = grads.at(lp.spec.name)[k];
-        INFO(lp.spec.name << "[" << k << "]: numeric " << numeric << ", analytic " << analytic);
-        // central differences err by ~1e-10 here; gradients are 1e-6 .. 1e-1
-        CHECK(std::abs(numeric - analytic) <= 1e-9 + 1e-6 * std::abs(analytic));
-        ++checked;
-      }
-    }
-  CHECK(checked == 3 * (1 + 8 * c.layers + 2));
+  const testing::GradientReport r =
+      testing::check_gradients(comm, llama::Model(c), TokenSource::synthetic(c.vocab), o);
+  testing::check(r);
+  std::set<std::string> tensors, parts;  // every parameter and every part checked
+  for (const testing::GradientCheck& g : r.checks)
+    (g.part == "model" ? tensors : parts).insert(g.part == "model" ? g.tensor : g.part);
+  CHECK(tensors.size() == 1 + 8 * std::size_t(c.layers) + 2);
+  CHECK(parts == std::set<std::string>{"Embedding", "Block 0", "Block 1", "Head"});
 }
 
 TEST_CASE("llama: KV heads that do not divide the heads or TP are one Error naming them") {

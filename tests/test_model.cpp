@@ -104,6 +104,17 @@ TEST_CASE("AdamW: one step by hand; warm-up and cosine schedule; clipping factor
   CHECK(opt.lr_at(9) == doctest::Approx(0.1));
   CHECK(opt.lr_at(60) == doctest::Approx(0.01 + 0.5 * 0.09));  // half way down the cosine
   CHECK(opt.lr_at(110) == doctest::Approx(0.01));
+  // the schedule's defaults follow the run (optim/adamw.hpp): unset, they come from its length
+  const AdamW fresh;
+  const AdamW run = fresh.for_run(200);
+  CHECK(run.steps == 200);
+  CHECK(run.warmup == 10);  // 5% of the steps
+  CHECK(run.min_lr == doctest::Approx(fresh.lr / 10));
+  CHECK(run.lr_at(150) < fresh.lr);                       // decaying
+  CHECK(fresh.lr_at(0) == doctest::Approx(fresh.lr));     // length unknown: no warm-up,
+  CHECK(fresh.lr_at(5000) == doctest::Approx(fresh.lr));  // no decay on a length nobody chose
+  CHECK(opt.for_run(200).steps == 110);                   // what is set stays
+  CHECK(opt.for_run(200).warmup == 10);
   opt.clip = 1.0;
   CHECK(opt.clip_scale(0.5) == 1.0);
   CHECK(opt.clip_scale(4.0) == doctest::Approx(0.25));

@@ -87,3 +87,4 @@ add_test(NAME function_length.catches
                  ${PROJECT_SOURCE_DIR}/cmake/check_function_length.cmake)
 set_tests_properties(function_length.catches PROPERTIES PASS_REGULAR_EXPRESSION
                      "include/too_long.hpp:7: too_long\\(\\) is 83 lines, over 60")
+include(guide.cmake)

@@ -1,11 +1,17 @@
-# Runs COMMAND (|-separated) and passes when it succeeds with every line of EXPECT (|-separated)
-# in its output.
+# Runs COMMAND (|-separated) and passes when it succeeds — or, with -DFAILS=ON, when it fails
+# (a non-zero status, and no segmentation fault: a defect the parity kit or the stage contract
+# must name) — with every line of EXPECT (|-separated) in its output.
 string(REPLACE "|" ";" COMMAND "${COMMAND}")
 string(REPLACE "|" ";" EXPECT "${EXPECT}")
 execute_process(COMMAND ${COMMAND} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message("${out}${err}")
-if(NOT status EQUAL 0)
+if(FAILS AND status EQUAL 0)
+  message(FATAL_ERROR "expected a failure, the command succeeded")
+elseif(NOT FAILS AND NOT status EQUAL 0)
   message(FATAL_ERROR "failed with status ${status}")
+endif()
+if(FAILS AND "${out}${err}" MATCHES "Segmentation|SIGSEGV|signal 11")
+  message(FATAL_ERROR "a segmentation fault, where a named message was expected")
 endif()
 foreach(line IN LISTS EXPECT)
   string(FIND "${out}${err}" "${line}" at)

@@ -63,17 +63,22 @@ inline int leave(int status) {
   std::_Exit(status);
 }
 
+// `text` of rank `root`, on every rank. Collective over `comm`.
+inline std::string broadcast_text(const Comm& comm, const std::string& text, int root) {
+  std::uint64_t length = comm.rank() == root ? text.size() : 0;
+  comm.broadcast(Span<std::uint64_t>(&length, 1), root);
+  std::string out = comm.rank() == root ? text : std::string(length, ' ');
+  if (length > 0) comm.broadcast(Span<char>(out.data(), out.size()), root);
+  return out;
+}
+
 // Turns a condition that may differ between ranks (a file readable on one rank only, say) into
 // the same outcome everywhere: if any rank has !ok, every rank throws Error with the message of
 // the lowest such rank. Collective over `comm`.
 inline void agree(const Comm& comm, bool ok, const std::string& message) {
   const int first_bad = comm.all_reduce_value(ok ? comm.size() : comm.rank(), ReduceOp::min);
   if (first_bad == comm.size()) return;
-  std::uint64_t length = comm.rank() == first_bad ? message.size() : 0;
-  comm.broadcast(Span<std::uint64_t>(&length, 1), first_bad);
-  std::string text = comm.rank() == first_bad ? message : std::string(length, ' ');
-  comm.broadcast(Span<char>(text.data(), text.size()), first_bad);
-  throw Error(text);
+  throw Error(broadcast_text(comm, message, first_bad));
 }
 
 // Runs body() on every rank. trident::Error (bad input, identical on every rank by contract)

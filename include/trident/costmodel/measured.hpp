@@ -34,8 +34,7 @@ MeasuredRun measure_run(const Comm& world, const gpt2::Options& o, const TokenSo
   require(steps >= 1 && warmup >= 0, "measure_run: at least one measured step");
   gpt2::Trainer<T, S> t(world, o, data);
   for (int s = 0; s < warmup; ++s) (void)t.step();
-  comm_stats().reset();
-  memory_stats().reset_peaks();
+  const ReportWindow window(t);
   std::vector<StepResult> results;
   MeasuredRun run;
   const double wire_before = world_wire_sent(world);
@@ -49,7 +48,7 @@ MeasuredRun measure_run(const Comm& world, const gpt2::Options& o, const TokenSo
   const char* axes[5] = {"tp", "pp", "dp", "emb", "world"};
   for (int k = 0; k < 5; ++k) mine[k] = comm_stats().of(axes[k]).total().seconds / steps;
   mine[2] += comm_stats().of("dp_cp").total().seconds / steps;  // DP x CP's reductions (CP > 1)
-  run.report = make_report(t, results);
+  run.report = window.report(t, results);
   std::vector<double> all(5 * std::size_t(world.size()));
   world.all_gather(Span<const double>(mine.data(), 5), Span<double>(all));
   for (int r = 0; r < world.size(); ++r)

@@ -174,9 +174,8 @@ inline void apply_run_options(const Comm& world, TrainOptions& o, const RunFlags
   o.zero.overlap = f.overlap == "on"    ? GradOverlap::overlapped
                    : f.overlap == "off" ? GradOverlap::at_end
                                         : GradOverlap::automatic;
-  o.optimizer.steps = f.steps;
-  o.optimizer.warmup = std::max(1, f.steps / 20);
-  o.optimizer.min_lr = o.optimizer.lr / 10;
+  o.steps = f.steps;
+  o.optimizer = o.optimizer.for_run(f.steps);  // warm-up 5%, cosine to lr / 10 (optim/adamw.hpp)
   require(f.steps >= 1, "--steps must be at least 1");
   fault::from_environment();  // a malformed TRIDENT_FAULT fails here, before any step
   require(f.log_every >= 1, "--log-every must be at least 1");

@@ -46,6 +46,7 @@
 #include "../tp/tensor_parallel.hpp"
 #include "../zero/unit_store.hpp"
 #include "model.hpp"
+#include "stage_contract.hpp"
 #include "stage_params.hpp"
 
 namespace trident {
@@ -97,6 +98,7 @@ class DecoderStage {
                const backend::DeviceComm<B>& dp, ZeroPolicy zero, Recompute recompute)
       : spec_(spec),
         recompute_(recompute),
+        name_(model_name<M>::get()),
         embedding_(model.config(), tp, rows),
         block_(model.config(), tp, rows),
         head_(model.config(), tp, rows),
@@ -140,6 +142,8 @@ class DecoderStage {
     const std::size_t k = layers_forward(st, data, input, output, /*keep=*/false);
     if (!spec_.last()) return;
     const auto w = params_.use(k, units_.head.size());
+    const PartCall c = forward_call(name_);
+    const ContractScope scope(c);
     head_.logits(st.head_input.data(), position, w.data(), logits);
     params_.release(k, units_.head.size());
   }
@@ -155,33 +159,31 @@ class DecoderStage {
     Stash& st = stash_.at(mb);
     const std::size_t size = activation_size();
     const bool in = nn::computes_input(part), wt = nn::computes_weights(part);
+    expect(!in || spec_.last() || doutput != nullptr, "doutput", "backward");
+    expect(!in || spec_.first() || dinput != nullptr, "dinput", "backward");
     // each written whole before it is read (the head's or the next stage's gradient, a block's dx)
     Buf d(MemoryKind::buffers, in ? size : 0, Fill::none),
         dnext(MemoryKind::buffers, in ? size : 0, Fill::none);
     std::size_t k = params_.uses();  // walk the use order in reverse
-    if (spec_.last()) {
-      const std::size_t h = units_.head.size();
-      k -= h;
-      const auto w = in ? params_.use_backward(k, h) : std::vector<const T*>(h, nullptr);
-      const auto g = params_.grads(k, h);  // B may take the cheap gradients (norms) itself
-      T* dx = !in ? nullptr : (spec_.layers == 0 && !spec_.first()) ? dinput : d.data();
-      head_.backward(st.head, dx, st.head_input.data(), st.targets.data(), in ? w.data() : nullptr,
-                     g.data(), scale, part);
-      if (in) params_.release(k, h);
-      if (wt) params_.launch_gradient_reduction(k, h, last);
-    } else if (in) {
+    if (spec_.last())
+      k = head_backward(st, k, (spec_.layers == 0 && !spec_.first()) ? dinput : d.data(), scale,
+                        last, part);
+    else if (in)
       B::copy(d.data(), doutput, size * sizeof(T));
-    }
     if (part == nn::BackwardPart::input) st.grads.resize(spec_.layers);
     for (int l = spec_.layers - 1; l >= 0; --l) {
       --k;
       const T* w = in ? params_.use_backward(k, 1)[0] : nullptr;
       if (recompute_ == Recompute::full && in) {
         Buf out(MemoryKind::buffers, size);
+        const PartCall c = backward_call(name_, "Block::forward (recomputed)", part);
+        const ContractScope scope(c);
         block_.forward(st.blocks[l], out.data(), w, spec_.halves(l));
       }
       T* dx = !in ? nullptr : (l == 0 && !spec_.first()) ? dinput : dnext.data();
       typename Block::Gradients fused;
+      const PartCall c = backward_call(name_, "Block::backward", part);
+      const ContractScope scope(c);
       block_.backward(st.blocks[l], dx, d.data(), w, params_.grads(k, 1)[0],
                       part == nn::BackwardPart::both ? fused : st.grads[l], part, spec_.halves(l));
       if (in) params_.release(k, 1);
@@ -201,6 +203,8 @@ class DecoderStage {
     } else if (spec_.first()) {
       const std::size_t e = units_.embedding.size();
       const auto g = params_.grads(0, e);
+      const PartCall c = backward_call(name_, "Embedding::backward", part);
+      const ContractScope scope(c);
       embedding_.backward(g.data(), in ? d.data() : st.dembedding.data(), st.inputs.data());
       params_.launch_gradient_reduction(0, e, last);
     }
@@ -208,6 +212,13 @@ class DecoderStage {
   }
 
  private:
+  // A pointer the trainer gives the stage (its pass's contract above).
+  void expect(bool given, const char* what, const char* pass) const {
+    require(given, "model " + name_ + ": stage " + std::to_string(spec_.index) + "'s " + pass +
+                       " was given a null " + what +
+                       " (the stage contract, model/model.hpp, gives one there)");
+  }
+
   struct Stash {
     std::vector<typename Block::Activations> blocks;
     std::vector<typename Block::Gradients> grads;  // from B to W (zero-bubble schedules)
@@ -217,6 +228,23 @@ class DecoderStage {
     Ids inputs, targets;  // the microbatch's token ids: first stage, last stage
   };
 
+  // The head's backward (the last stage), its gradient into dx (B's memory; unused in W), from
+  // position k of the use order; returns the head's position.
+  std::size_t head_backward(Stash& st, std::size_t k, T* dx, T scale, bool last,
+                            nn::BackwardPart part) {
+    const bool in = nn::computes_input(part), wt = nn::computes_weights(part);
+    const std::size_t h = units_.head.size();
+    k -= h;
+    const auto w = in ? params_.use_backward(k, h) : std::vector<const T*>(h, nullptr);
+    const auto g = params_.grads(k, h);  // B may take the cheap gradients (norms) itself
+    const PartCall c = backward_call(name_, "Head::backward", part);
+    const ContractScope scope(c);
+    head_.backward(st.head, in ? dx : nullptr, st.head_input.data(), st.targets.data(), w.data(),
+                   g.data(), scale, part);
+    if (in) params_.release(k, h);
+    if (wt) params_.launch_gradient_reduction(k, h, last);
+    return k;
+  }
   // The embedding (first stage) and the blocks into st; the last block's output to `output`
   // (or st.head_input on the last stage). keep: what the backward needs stays in st (else each
   // block's activations go as soon as the next block has its input). Returns the head's
@@ -229,6 +257,10 @@ class DecoderStage {
     for (auto& a : st.blocks) a.x.allocate(MemoryKind::activations, size);
     if (spec_.last()) st.head_input.allocate(MemoryKind::activations, size);
     T* first = spec_.layers ? st.blocks[0].x.data() : st.head_input.data();
+    expect(spec_.first() || input != nullptr, "input", "forward");
+    expect(spec_.last() || output != nullptr, "output", "forward");
+    const PartCall c = forward_call(name_);
+    const ContractScope scope(c);
     if (spec_.first()) {
       st.inputs = ids(data.inputs);
       const auto w = params_.use(k, units_.embedding.size());
@@ -256,6 +288,8 @@ class DecoderStage {
     st.targets = ids(data.targets);
     Buf losses(MemoryKind::buffers, data.targets.size(), Fill::none);
     const auto w = params_.use(k, units_.head.size());
+    const PartCall c = forward_call(name_);
+    const ContractScope scope(c);
     head_.forward(st.head, losses.data(), st.head_input.data(), st.targets.data(), w.data());
     params_.release(k, units_.head.size());
     std::vector<T> host(losses.size());
@@ -293,6 +327,7 @@ class DecoderStage {
 
   StageSpec spec_;
   Recompute recompute_;
+  std::string name_;  // the model's, for contract messages
   Embedding embedding_;
   Block block_;
   Head head_;

@@ -32,6 +32,10 @@
 //     void validate(const ModelRun& run) const;  // dims vs TP etc.: throws trident::Error
 //     ModelDescription describe() const;  // the architecture as named integers (checkpoints
 //                                         // store it and compare it on load)
+//     // optional: its tensor-parallel collectives, for the run report's TP formula
+//     // (train/formulas.hpp; without it the report prints "not declared", never another
+//     // model's), e.g. Megatron's block: {4, 2, true}
+//     static constexpr TpCollectives kTpCollectives = {...};
 //     // optional: the model's Stage splits its sequences over a context-parallel ring
 //     // (cp/: the parts read tp.local_seq, tp.positions and run cp/attention.hpp); without
 //     // it, --cp above 1 is refused
@@ -62,6 +66,27 @@
 // over the model's Embedding, Block and Head (it keeps the per-microbatch stash, the unit
 // order, ZeRO's gather/prefetch/release and the launch of the DP gradient reduction, recomputation
 // and the B/W split).
+//
+// The stage contract: which pointers a pass gives (every one in B's memory; "-": null).
+//
+//   Stage::             input     output    doutput   dinput
+//   forward, forward_*  not first not last  .         .
+//   backward both/B     .         .         not last  not first
+//   backward W          .         .         -         -          (doutput, dinput: not read)
+//
+//   DecoderStage part:  w (parameters)         g (gradients, accumulate)  dx / x
+//   Embedding forward   w[i] given             .                          x written
+//   Embedding backward  no w                   g[i] given                 dx given (read)
+//   Block/Head forward  w given                .                          .
+//   backward both       w given                g given                    dx given (written)
+//   backward B (input)  w given                g given (cheap ones: norms) dx given (written)
+//   backward W (weight) w null: w[i] == null   g given                    dx null (Block, Head)
+//
+// The W pass of the zero-bubble schedules (Qi et al. 2023) reads no parameter: ZeRO-3 has not
+// gathered them, so a part's W must not touch w (the Head gets an array whose entries are null,
+// the Block a null w). A part that reads a null pointer here dies with a message naming the
+// model, the part and the pass (model/stage_contract.hpp), not a bare segmentation fault; the
+// parity kit (testing/parity.hpp) runs every schedule, so a model tested with it meets this first.
 #pragma once
 
 #include <cstdint>
@@ -105,6 +130,20 @@ struct ModelRun {
   int cp = 1;    // context-parallel ranks sharing each sequence
 };
 
+// A model's tensor-parallel collectives (kTpCollectives, above), in the units of the papers:
+// calls on an activation-sized (b s h) buffer.
+struct TpCollectives {
+  int per_layer = 0;   // per layer and microbatch, forward and backward together
+  int recomputed = 0;  // more per layer with full recomputation (the forward's again)
+  // the vocab-parallel embedding's g (forward) and head's f (backward), one b s h each, and
+  // the vocab-parallel cross-entropy's all-reduces of 3 b s (tp/vocab_parallel.hpp)
+  bool vocab_parallel_ends = false;
+};
+template <class M, class = void>
+struct declares_tp_collectives : std::false_type {};
+template <class M>
+struct declares_tp_collectives<M, std::void_t<decltype(M::kTpCollectives)>> : std::true_type {};
+
 // Whether M declares kContextParallel (above): its Stage runs under a context-parallel ring.
 template <class M, class = void>
 struct supports_context_parallel : std::false_type {};
@@ -131,28 +170,81 @@ std::vector<UnitSpec> whole_model_units(const M& model) {
   return model.units(StageSpec{0, 1, 0, model.layers()}, 1);
 }
 
-// Compile-time check of the members the trainer calls (the Stage's are checked where built).
+// Compile-time checks of the members the trainer calls, by the detection idiom: a missing or
+// mistyped member makes its trait false and the static_assert prints its sentence (the
+// Trainer checks them before it names any member: train/trainer.hpp). The Stage's are checked
+// where it is built.
+namespace model_check {
+template <class M, class = void>
+struct units : std::false_type {};
 template <class M>
-void static_check_model() {
-  static_assert(std::is_same_v<decltype(std::declval<const M&>().units(StageSpec{}, 1)),
-                               std::vector<UnitSpec>>,
+struct units<
+    M, std::enable_if_t<std::is_same_v<decltype(std::declval<const M&>().units(StageSpec{}, 1)),
+                                       std::vector<UnitSpec>>>> : std::true_type {};
+template <class M, class = void>
+struct initial_value : std::false_type {};
+template <class M>
+struct initial_value<
+    M,
+    std::enable_if_t<std::is_convertible_v<
+        decltype(std::declval<const M&>().initial_value(ParamSpec{}, std::uint64_t(0))), double>>>
+    : std::true_type {};
+template <class M, class = void>
+struct ties : std::false_type {};
+template <class M>
+struct ties<M, std::enable_if_t<
+                   std::is_same_v<decltype(std::declval<const M&>().ties(1)), std::vector<Tie>>>>
+    : std::true_type {};
+template <class M, class = void>
+struct stage_costs : std::false_type {};
+template <class M>
+struct stage_costs<M, std::enable_if_t<std::is_same_v<
+                          decltype(std::declval<const M&>().stage_costs()), pp::StageCosts>>>
+    : std::true_type {};
+template <class M, class = void>
+struct sizes : std::false_type {};
+template <class M>
+struct sizes<
+    M, std::enable_if_t<std::is_convertible_v<decltype(std::declval<const M&>().layers()), int> &&
+                        std::is_convertible_v<decltype(std::declval<const M&>().seq()), int> &&
+                        std::is_convertible_v<decltype(std::declval<const M&>().vocab()), int>>>
+    : std::true_type {};
+template <class M, class = void>
+struct validate : std::false_type {};
+template <class M>
+struct validate<
+    M, std::enable_if_t<std::is_void_v<decltype(std::declval<const M&>().validate(ModelRun{}))>>>
+    : std::true_type {};
+template <class M, class = void>
+struct describe : std::false_type {};
+template <class M>
+struct describe<M, std::enable_if_t<std::is_same_v<decltype(std::declval<const M&>().describe()),
+                                                   ModelDescription>>> : std::true_type {};
+template <class M, class T, class S, class B, class = void>
+struct stage : std::false_type {};
+template <class M, class T, class S, class B>
+struct stage<M, T, S, B, std::void_t<typename M::template Stage<T, S, B>>> : std::true_type {};
+}  // namespace model_check
+
+// A base of Trainer<M, T, S, B> (so that its sentences come before any other error about M).
+template <class M, class T, class S, class B>
+struct CheckedModel {
+  static_assert(model_check::units<M>::value,
                 "a Model needs std::vector<UnitSpec> units(const StageSpec&, int tp) const");
-  static_assert(
-      std::is_convertible_v<
-          decltype(std::declval<const M&>().initial_value(ParamSpec{}, std::uint64_t(0))), double>,
-      "a Model needs double initial_value(const ParamSpec&, std::uint64_t) const");
-  static_assert(std::is_same_v<decltype(std::declval<const M&>().ties(1)), std::vector<Tie>>,
+  static_assert(model_check::initial_value<M>::value,
+                "a Model needs double initial_value(const ParamSpec&, std::uint64_t) const");
+  static_assert(model_check::ties<M>::value,
                 "a Model needs std::vector<Tie> ties(int virtual_stages) const");
-  static_assert(std::is_same_v<decltype(std::declval<const M&>().stage_costs()), pp::StageCosts>,
+  static_assert(model_check::stage_costs<M>::value,
                 "a Model needs pp::StageCosts stage_costs() const");
-  static_assert(std::is_convertible_v<decltype(std::declval<const M&>().layers()), int> &&
-                    std::is_convertible_v<decltype(std::declval<const M&>().seq()), int> &&
-                    std::is_convertible_v<decltype(std::declval<const M&>().vocab()), int>,
-                "a Model needs int layers(), seq() and vocab() const");
-  static_assert(std::is_void_v<decltype(std::declval<const M&>().validate(ModelRun{}))>,
+  static_assert(model_check::sizes<M>::value,
+                "a Model needs int layers(), int seq() and int vocab() const");
+  static_assert(model_check::validate<M>::value,
                 "a Model needs void validate(const ModelRun&) const");
-  static_assert(std::is_same_v<decltype(std::declval<const M&>().describe()), ModelDescription>,
-                "a Model needs ModelDescription describe() const");
-}
+  static_assert(model_check::describe<M>::value, "a Model needs ModelDescription describe() const");
+  static_assert(model_check::stage<M, T, S, B>::value,
+                "a Model needs template <class T, class S, class B> using Stage = ... (a decoder: "
+                "derive from DecoderModel, model/decoder_model.hpp)");
+};
 
 }  // namespace trident

@@ -54,21 +54,37 @@ struct Update {
 };
 }  // namespace adamw_detail
 
+// Every default is stated here. The schedule's unset fields (steps 0, warmup and min_lr < 0)
+// follow the run: a Trainer fills them from TrainOptions::steps (for_run), as the command-line
+// programs do from --steps; where the run's length is unknown the rate stays at lr (no warm-up,
+// no decay) rather than decaying on a length nobody chose.
 struct AdamW {
-  double lr = 6e-4;  // peak learning rate
-  double min_lr = 6e-5;
-  int warmup = 10;  // steps of linear warm-up
-  int steps = 100;  // cosine decay ends here
+  double lr = 6e-4;    // peak learning rate
+  double min_lr = -1;  // the cosine's floor; < 0: lr / 10
+  int warmup = -1;     // steps of linear warm-up; < 0: 5% of steps, at least 1 (0 if unknown)
+  int steps = 0;       // cosine decay ends here; 0: the run's length
   double beta1 = 0.9, beta2 = 0.95, eps = 1e-8;
   double weight_decay = 0.1;  // applied to weights only (not biases, not LayerNorm)
   double clip = 1.0;          // max global gradient norm; <= 0 disables clipping
 
-  // Learning rate at step (0-based).
+  // The schedule for a run of run_steps optimizer steps (0: unknown), its unset fields filled.
+  AdamW for_run(int run_steps) const {
+    AdamW a = *this;
+    if (a.steps <= 0) a.steps = std::max(0, run_steps);
+    if (a.warmup < 0) a.warmup = a.steps > 0 ? std::max(1, a.steps / 20) : 0;
+    if (a.min_lr < 0) a.min_lr = a.lr / 10;
+    return a;
+  }
+
+  // Learning rate at step (0-based); fields still unset as for_run(0).
   double lr_at(int step) const {
-    if (step < warmup) return lr * (step + 1) / warmup;
-    if (step >= steps) return min_lr;
-    const double progress = double(step - warmup) / double(steps - warmup > 0 ? steps - warmup : 1);
-    return min_lr + 0.5 * (1.0 + std::cos(3.141592653589793 * progress)) * (lr - min_lr);
+    const AdamW a = for_run(0);
+    if (step < a.warmup) return a.lr * (step + 1) / a.warmup;
+    if (a.steps <= 0) return a.lr;  // no length: no decay
+    if (step >= a.steps) return a.min_lr;
+    const double span = a.steps - a.warmup > 0 ? a.steps - a.warmup : 1;
+    const double progress = double(step - a.warmup) / span;
+    return a.min_lr + 0.5 * (1.0 + std::cos(3.141592653589793 * progress)) * (a.lr - a.min_lr);
   }
 
   // Factor that scales gradients so that their global norm is at most `clip`.

@@ -76,7 +76,7 @@ inline ZeroCallBytes zero_dp_bytes(int zero, double grads, double params, double
 // full recomputation reruns the forward's 2 (Korthikanti et al. 2022, §5). Selective
 // recomputation redoes only the attention core, between the collectives. Sequence parallelism
 // (Korthikanti §4.2.2) replaces each by an all-gather and a reduce-scatter of the same bytes.
-inline int tp_all_reduces_per_layer(Recompute r) {
+constexpr int tp_all_reduces_per_layer(Recompute r) {
   return r == Recompute::full ? 6 : 4;
 }
 

@@ -5,6 +5,7 @@
 // Bytes follow CommStats' convention (core/stats.hpp): the whole logical buffer of each call.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 
 #include "../plan/formulas.hpp"
@@ -52,12 +53,16 @@ double activation_bytes(Trainer<M, T, S, B>& t) {
   return double(t.chunk(0).activation_size()) * (sp ? o.mesh.tp : 1) * sizeof(T);
 }
 
-// TP bytes of chunk c per step.
+// TP bytes of chunk c per step, from the model's declared collectives (model/model.hpp); NaN
+// (printed "not declared") for a model that declares none.
 template <class M, class T, class S, class B>
 double chunk_tp_bytes(Trainer<M, T, S, B>& t, int c) {
   const TrainOptions& o = t.options();
   const int tpn = o.mesh.tp;
   if (tpn == 1) return 0;
+  if constexpr (!declares_tp_collectives<M>::value) return std::nan("");
+  constexpr TpCollectives k =
+      declares_tp_collectives<M>::value ? M::kTpCollectives : TpCollectives{};
   const bool sp = o.sequence_parallel;
   const double rows = double(t.model().seq()) / o.mesh.cp * o.rows_per_microbatch() * sizeof(T);
   const StageSpec& s = t.chunk(c).spec();
@@ -65,9 +70,10 @@ double chunk_tp_bytes(Trainer<M, T, S, B>& t, int c) {
   // counts it twice (the same traffic in the paper's units: 2 b s h either way)
   const double op = (sp ? 2 : 1) * activation_bytes(t);
   const int halves = 2 * s.layers - s.from_second_half - s.to_first_half;  // half of each in each
-  double per_mb = halves * plan::tp_all_reduces_per_layer(o.recompute) * op / 2;
-  if (s.first()) per_mb += op;
-  if (s.last()) per_mb += op + 3 * rows;
+  const int per_layer = k.per_layer + (o.recompute == Recompute::full ? k.recomputed : 0);
+  double per_mb = halves * per_layer * op / 2;
+  if (s.first() && k.vocab_parallel_ends) per_mb += op;
+  if (s.last() && k.vocab_parallel_ends) per_mb += op + 3 * rows;
   double bytes = o.microbatches * per_mb;
   if (sp) {
     UnitStore<T, S, B>& st = t.chunk(c).store();
@@ -136,13 +142,13 @@ double chunk_dp_bytes(Trainer<M, T, S, B>& t, int c) {
 
 }  // namespace traffic_detail
 
-// Traffic of one step on each axis, for a decoder of model/decoder_stage.hpp's structure (a
-// Megatron block per layer, an embedding, a head with the vocab-parallel cross-entropy).
-//  TP (Megatron-LM §3, plan::tp_all_reduces_per_layer): per block and microbatch, 2 all-reduces
-//    of b s h elements in forward and 2 in backward (sequence parallelism, Korthikanti et al. 2022
-//    §4.2.2: an all-gather and a reduce-scatter of the same size instead); + 2 more per block with
-//    recomputation; the embedding's g (forward) and the head's f (backward) each one b s h
-//    all-reduce, under SP with the conjugate all-gather too; the vocab-parallel cross-entropy's
+// Traffic of one step on each axis, for a decoder of model/decoder_stage.hpp's structure.
+//  TP: as the model declares (model/model.hpp, kTpCollectives; not declared: NaN). For Megatron's
+//    block (Megatron-LM §3, plan::tp_all_reduces_per_layer): per block and microbatch, 2
+//    all-reduces of b s h elements in forward and 2 in backward (sequence parallelism, Korthikanti
+//    et al. 2022 §4.2.2: an all-gather and a reduce-scatter of the same size instead); + 2 more per
+//    block with recomputation; the embedding's g (forward) and the head's f (backward) each one b s
+//    h all-reduce, under SP with the conjugate all-gather too; the vocab-parallel cross-entropy's
 //    all-reduce of the row maxima (b s) and of the sums and target logits (2 b s); under SP one
 //    all-reduce per step of the TP-replicated parameters' gradients.
 //  PP: b s h (b s h / t under SP) per microbatch per stage boundary, forward and backward

@@ -36,6 +36,9 @@ struct TrainOptions {
   Recompute recompute = Recompute::none;  // none or full (per block); not selective
   ZeroPolicy zero;
   int batch = 8;  // sequences in the global batch
+  // The run's optimizer steps: the learning-rate schedule's length unless optimizer.steps is
+  // set (optim/adamw.hpp); 0: unknown, the rate stays at optimizer.lr after any warm-up.
+  int steps = 0;
   AdamW optimizer;
   std::uint64_t data_seed = 42;
   bool verbose = false;         // print every pipeline send and receive

@@ -50,8 +50,9 @@ inline Traffic measured_traffic(double steps) {
   return {bytes("tp"), sent("pp"), bytes("dp") + bytes("dp_cp"), bytes("emb"), sent("cp")};
 }
 
-// Measures intervals and CommStats over `steps` steps (the caller resets the counters before them).
-// Collective; the report is complete on world rank 0.
+// Measures intervals and CommStats over the `measured` steps, from counters reset just before them:
+// use ReportWindow (below), which resets them and checks the count. Collective; the report is
+// complete on world rank 0.
 template <class M, class T, class S, class B>
 RunReport make_report(Trainer<M, T, S, B>& t, const std::vector<StepResult>& measured) {
   RankFigures f;
@@ -230,15 +231,47 @@ void print_report(const RunReport& r, const M& model, const TrainOptions& o) {
               o.mesh.cp > 1 ? "DPxCP reduction" : "DP reduction", "tied embedding");
   for (std::size_t k = 0; k < r.ranks.size(); ++k) {
     const Traffic &m = r.ranks[k].traffic, &f = r.ranks[k].formula;
-    std::printf("%5zu %10.3f / %-8.3f %10.3f / %-8.3f %10.3f / %-8.3f %10.3f / %-8.3f\n", k,
-                m.tp / MiB, f.tp / MiB, m.pp / MiB, f.pp / MiB, m.dp / MiB, f.dp / MiB, m.emb / MiB,
+    char tp[16] = "n/d";  // a model that declares no TP collectives: no formula
+    if (!std::isnan(f.tp)) std::snprintf(tp, sizeof tp, "%.3f", f.tp / MiB);
+    std::printf("%5zu %10.3f / %-8s %10.3f / %-8.3f %10.3f / %-8.3f %10.3f / %-8.3f\n", k,
+                m.tp / MiB, tp, m.pp / MiB, f.pp / MiB, m.dp / MiB, f.dp / MiB, m.emb / MiB,
                 f.emb / MiB);
   }
+  if (!r.ranks.empty() && std::isnan(r.ranks[0].formula.tp))
+    std::printf("n/d: the model declares no TP collectives (model/model.hpp, kTpCollectives)\n");
   if (o.mesh.cp > 1) print_context_parallel(r, o);
   if (o.mesh.pp > 1) {
     print_stage_balance(r, model, o);
     print_pipeline_bubble(r, o);
   }
 }
+
+// The steps a run report measures: opened just before them (it resets the traffic counters and
+// the memory peaks the report reads), closed by report(), which checks that the results it is
+// given are the trainer's steps since. A report with no measured step (a one-step run) needs no
+// window: its figures then include that step.
+class ReportWindow {
+ public:
+  ReportWindow() = default;  // not open
+  template <class Tr>
+  explicit ReportWindow(const Tr& t) : first_(t.steps_done()) {
+    comm_stats().reset();
+    memory_stats().reset_peaks();
+  }
+  template <class M, class T, class S, class B>
+  RunReport report(Trainer<M, T, S, B>& t, const std::vector<StepResult>& measured) const {
+    const long long since = first_ < 0 ? 0 : t.steps_done() - first_;
+    require(measured.empty() || (first_ >= 0 && since == static_cast<long long>(measured.size())),
+            "run report: " + std::to_string(measured.size()) + " measured steps, but " +
+                (first_ < 0 ? std::string("no ReportWindow was opened before them")
+                            : "the trainer took " + std::to_string(since) +
+                                  " since its ReportWindow opened") +
+                " (train/report.hpp)");
+    return make_report(t, measured);
+  }
+
+ private:
+  int first_ = -1;
+};
 
 }  // namespace trident

@@ -34,6 +34,7 @@
 
 #include "../backend/caching_allocator.hpp"
 #include "../backend/cpu/cpu.hpp"
+#include "../backend/cpu/threads.hpp"
 #include "../backend/ops.hpp"
 #include "../core/environment.hpp"
 #include "../core/fault.hpp"
@@ -56,7 +57,7 @@ struct [[nodiscard]] StepResult {
 };
 
 template <class M, class T, class S = T, class B = backend::Cpu>
-class Trainer {
+class Trainer : CheckedModel<M, T, S, B> {  // its static_asserts first (model/model.hpp)
  public:
   using Model = M;
   using Backend = B;
@@ -210,10 +211,12 @@ class Trainer {
 
 template <class M, class T, class S, class B>
 Trainer<M, T, S, B>::Trainer(const Comm& world, M model, TrainOptions o, TokenSource data)
-    : model_((static_check_model<M>(), std::move(model))),
+    : model_(std::move(model)),
       o_((validate(model_, o, world.size()), o)),
       mesh_(world, o.mesh),
       data_(std::move(data)) {
+  if (!threads_configured()) configure_threads(world);  // a rank's share of the node's cores
+  o_.optimizer = o_.optimizer.for_run(o_.steps);        // the schedule follows the run
   require(o_.mesh.cp == 1 || B::kHostKernels,
           std::string("context parallelism: ring attention has no ") + B::kName +
               " kernel yet (--cp runs on the cpu and emulated backends)");

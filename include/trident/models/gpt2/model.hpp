@@ -8,6 +8,7 @@
 
 #include "../../model/decoder_model.hpp"
 #include "../../nn/flops.hpp"
+#include "../../plan/formulas.hpp"
 #include "block.hpp"
 #include "embedding.hpp"
 #include "head.hpp"
@@ -19,6 +20,13 @@ class Model : public DecoderModel<Model, Config, Embedding, Block, Head> {
   using DecoderModel::DecoderModel;
   // Its parts read the context-parallel split from tp (cp/): --cp runs it over a ring.
   static constexpr bool kContextParallel = true;
+  // Megatron's block (Shoeybi et al. 2019 §3): 2 all-reduces forward, 2 backward per layer,
+  // the forward's 2 again with full recomputation; vocab-parallel embedding and head.
+  static constexpr TpCollectives kTpCollectives = {
+      plan::tp_all_reduces_per_layer(Recompute::none),
+      plan::tp_all_reduces_per_layer(Recompute::full) -
+          plan::tp_all_reduces_per_layer(Recompute::none),
+      true};
 
   // --- model/model.hpp (the rest: model/decoder_model.hpp) ----------------------------------
   double initial_value(const ParamSpec& p, std::uint64_t index) const {
