@@ -1,7 +1,11 @@
-// instances/llama.cpp: Llama's trainers on the CPU in float, double and float/bf16 and their run
-// report, compiled once for trident's programs (the declarations: models/llama/llama.hpp,
-// docs/ARCHITECTURE.md §9).
+// instances/llama.cpp: Llama's trainers on the CPU in float, double and float/bf16, their run
+// report and the tools run on them, compiled once for trident's programs (the declarations:
+// models/llama/llama.hpp, docs/ARCHITECTURE.md §9).
+#include <trident/io/checkpoint.hpp>
+#include <trident/io/weights.hpp>
 #include <trident/models/llama/llama.hpp>
+#include <trident/train/evaluate.hpp>
 #include <trident/train/report.hpp>
+#include <trident/train/sample.hpp>
 
 TRIDENT_LLAMA_INSTANCES(template, trident::backend::Cpu);

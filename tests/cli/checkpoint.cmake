@@ -82,3 +82,26 @@ trident_cli_error(resume_missing RANKS 2 PROGRAM train_gpt ARGS ${tiny} --dp 2 -
 trident_cli_error(bad_fault RANKS 2 PROGRAM train_gpt ARGS ${tiny} --dp 2 --checkpoint-dir ${dir}/bad_fault --save-every 1
   EXPECT "TRIDENT_FAULT='kill-during-save:rank=one': 'one' is not a number >= 0")
 set_property(TEST cli.bad_fault APPEND PROPERTY ENVIRONMENT "TRIDENT_FAULT=kill-during-save:rank=one")
+
+# train_llama is the same program (io/train_program.hpp) over another model: cut after step 3 on
+# TP2 x PP2 ZeRO-1, resumed on DP2 ZeRO-3: steps 4-6 as the uninterrupted single-process run's,
+# to 1e-10 (double); the held-out loss, a sample, --save and --init of its weights, a timeline.
+set(d ${dir}/llama)
+set(llama $<TARGET_FILE:train_llama>|--layers|4|--hidden|32|--heads|4|--kv-heads|2|--seq|16|--batch|8|--data|synthetic|--steps|6)
+trident_steps(llama_reshard
+  "${CMAKE_COMMAND}|-E|rm|-rf|${d}"
+  "${run}|1|${llama}|--dtype|double|--json|${d}.whole.json"
+  "${run}|4|${llama}|--dtype|double|--tp|2|--pp|2|--zero|1|--checkpoint-dir|${d}|--save-every|3|--stop-after|3"
+  "EXISTS|${d}/step-00000003/index.json"
+  "${run}|2|${llama}|--dtype|double|--dp|2|--zero|3|--checkpoint-dir|${d}|--resume|--json|${d}.resumed.json"
+  "OUTPUT|resumed from ${d}/step-00000003 at step 3"
+  "${compare}|${d}.whole.json|${d}.resumed.json|1e-10")
+trident_steps(llama_tools
+  "${CMAKE_COMMAND}|-E|rm|-rf|${d}.tools"
+  "${run}|2|${llama}|--tp|2|--eval-every|3|--sample|20|--save|${d}.tools.safetensors|--svg|${d}.tools.svg"
+  "OUTPUT|val loss"
+  "OUTPUT|sample (20 tokens after the prompt"
+  "EXISTS|${d}.tools.safetensors"
+  "EXISTS|${d}.tools.svg"
+  "${run}|1|${llama}|--init|${d}.tools.safetensors|--steps|1"
+  "OUTPUT|trident train_llama: ")

@@ -1,0 +1,327 @@
+// trident/io/train_program.hpp: the training program, generic over the model — train_gpt and
+// train_llama are two instances of it, and a host app's model gets the same program in one
+// call. Every model so trained has: any mesh, schedule, ZeRO stage, precision and device;
+// --init and --save (safetensors in the model's names); checkpoints (--checkpoint-dir,
+// --save-every, --keep), --resume on any other mesh and --stop-after; --eval-every (a held-out
+// tail) and --sample; --dump-grads; --trace and --svg (the last step's timeline); --json; and
+// the closing report (train/report.hpp).
+//
+//   struct MyProgram : trident::ProgramHooks {
+//     static constexpr const char* kName = "train_mine";
+//     static constexpr const char* kDescription = "Train my model ...";
+//     MyConfig config;                                 // the model's shape, its flags' targets
+//     MyModel model() const;                           // model/model.hpp
+//     unsigned long long& seed();                      // --seed sets it
+//     void add_model_options(trident::cli::App&);      // --layers, --hidden, ...
+//     std::string shape() const;                       // the header's "L=4 C=128 ..."
+//     long long parameter_count() const;
+//     nlohmann::json config_json() const;              // --json's "config"
+//   };
+//   int main(int argc, char** argv) { return trident::train_program(argc, argv, MyProgram{}); }
+//
+// (CLI11's definitions in one translation unit: io/cli.hpp.) ProgramHooks' members may be
+// replaced: more flags, work before the data is read or before training (train_gpt's --dry-run
+// and --layout auto), more JSON.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "../mesh/topology.hpp"
+#include "../pp/svg.hpp"
+#include "../train/evaluate.hpp"
+#include "../train/report.hpp"
+#include "../train/sample.hpp"
+#include "checkpoint.hpp"
+#include "chrome_trace.hpp"
+#include "cli.hpp"
+#include "device_flag.hpp"
+#include "inference_cli.hpp"
+#include "run_json.hpp"
+#include "train_cli.hpp"
+#include "weights.hpp"
+
+namespace trident {
+
+// What a model's program may add to the generic one; these do nothing.
+struct ProgramHooks {
+  void add_options(cli::App&) {}
+  // After the flags are read, before the data: true ends the program (status 0).
+  bool before_data(const Comm&, TrainOptions&, const RunFlags&) { return false; }
+  // With the data read, before the trainer is built (it may change the options).
+  void before_training(const Comm&, cli::App&, TrainOptions&, RunFlags&, const TokenSource&) {}
+  void extend_json(nlohmann::json&) const {}
+};
+
+// The program's own flags (the run's are RunFlags: io/train_cli.hpp).
+struct ProgramFlags {
+  TrainOptions o;
+  RunFlags run;  // the mesh, schedule, ZeRO, data, steps, report (io/train_cli.hpp)
+  std::string init, save, dump_grads, trace, svg;
+  // --resume: a checkpoint, or empty for the newest in --checkpoint-dir
+  std::string checkpoint_dir, resume;
+  bool resuming = false;
+  int save_every = 0, keep = 0, stop_after = 0;
+  InferenceFlags inference;  // --eval-every, --sample, ...
+  cli::Option* resume_flag = nullptr;
+};
+
+// What the training loop records: every step's loss, the held-out losses, the skipped steps and
+// the measured steps (all but the first, which warms up).
+struct TrainHistory {
+  int first = 0, last = 0;                 // steps [first, last) run by this process
+  std::vector<double> losses, val_losses;  // val_losses[k]: held-out, after val_steps[k] steps
+  std::vector<int> val_steps;
+  std::vector<int> skipped;  // steps skipped for a non-finite loss or gradient norm
+  std::vector<StepResult> measured;
+  ReportWindow window;  // opened before the first measured step
+};
+
+namespace program_detail {
+
+// --init, then --resume (a directory with no checkpoint yet is a fresh start: every slice of a
+// job cut by a scheduler runs the same command); prints the run's header line.
+template <class P, class Tr>
+void start(const Comm& world, const P& p, Tr& t, const ProgramFlags& f, const TokenSource& data) {
+  warn_if_tp_spans_nodes(t.mesh());
+  if (!f.init.empty()) load_weights(t, f.init);
+  if (f.resuming) {
+    const std::string from = resume_training(t, f.resume.empty() ? f.checkpoint_dir : f.resume,
+                                             /*fresh_if_none=*/f.resume.empty());
+    if (world.rank() == 0)
+      std::printf(from.empty() ? "no checkpoint in %s yet: starting at step 0\n"
+                               : "resumed from %s at step %d\n",
+                  from.empty() ? f.checkpoint_dir.c_str() : from.c_str(), t.steps_done());
+  }
+  const TrainOptions& o = t.options();
+  using B = typename Tr::Backend;
+  if (world.rank() != 0) return;
+  std::printf(
+      "trident %s: %s | %lld parameters (%s) | batch %d x %d tokens, %d microbatches | %s%s, "
+      "ZeRO-%d, %s/%s | data %s | device %s, collectives %s\n",
+      P::kName, t.mesh().to_string().c_str(), p.parameter_count(), p.shape().c_str(), o.batch,
+      t.model().seq(), o.microbatches, pp::to_string(o.schedule), o.sequence_parallel ? ", SP" : "",
+      o.zero.stage, f.run.dtype.c_str(), f.run.precision.c_str(), data.name().c_str(),
+      B::device_name().c_str(), backend::to_string(t.device_mesh().path()));
+  if (!t.pipeline_note().empty())
+    std::printf("pipeline messages: host staging, not NCCL: %s\n", t.pipeline_note().c_str());
+}
+
+// Steps h.first..h.last-1: a progress line per --log-every, the held-out loss per --eval-every,
+// a checkpoint per --save-every.
+template <class Tr>
+void run_steps(const Comm& world, Tr& t, const ProgramFlags& f, TokenSource& data,
+               const std::optional<TokenSource>& held_out, TrainHistory& h) {
+  const double tokens = double(t.options().batch) * t.model().seq();
+  double elapsed = 0;
+  for (int s = h.first; s < h.last; ++s) {
+    if (s == h.first + 1) h.window = ReportWindow(t);  // the first step warms up
+    StepResult r = (s == 0 && !f.dump_grads.empty())
+                       ? dump_gradients_and_step(t, data, f.dump_grads)
+                       : t.step();
+    h.losses.push_back(r.loss);
+    if (r.skipped) h.skipped.push_back(s);
+    elapsed += r.seconds;
+    if (s > h.first) h.measured.push_back(r);
+    if (world.rank() == 0 && (s % f.run.log_every == 0 || s == h.last - 1))
+      print_step(s, r, tokens, elapsed);
+    const int every = f.inference.eval_every;
+    if (every > 0 && ((s + 1) % every == 0 || s == h.last - 1)) {
+      h.val_losses.push_back(evaluate(t, *held_out, f.inference.eval_batches));
+      h.val_steps.push_back(t.steps_done());
+      if (world.rank() == 0)
+        std::printf("step %5d | val loss %.6f (held-out tail, %d x %d tokens)\n", s,
+                    h.val_losses.back(), f.inference.eval_batches, int(tokens));
+    }
+    std::fflush(stdout);
+    if (f.save_every > 0 && t.steps_done() % f.save_every == 0) {
+      const std::string path = save_checkpoint(t, f.checkpoint_dir, f.keep);
+      if (world.rank() == 0)
+        std::printf("checkpoint %s (after %d steps)\n", path.c_str(), t.steps_done());
+    }
+  }
+}
+
+// The timeline of the last measured step: every rank's intervals, gathered on rank 0.
+inline pp::Timeline gather_timeline(const Comm& world, const std::vector<StepResult>& measured) {
+  pp::Timeline timeline{world.size(), {}};
+  std::vector<double> mine;  // 6 numbers per interval
+  for (const pp::Interval& sp :
+       measured.empty() ? std::vector<pp::Interval>{} : measured.back().intervals)
+    mine.insert(mine.end(), {double(world.rank()), double(int(sp.kind)), double(sp.microbatch),
+                             double(sp.chunk), sp.begin, sp.end});
+  const int count = static_cast<int>(mine.size());
+  std::vector<int> counts(world.size());
+  world.all_gather(Span<const int>(&count, 1), Span<int>(counts));
+  const int most = *std::max_element(counts.begin(), counts.end());
+  mine.resize(most, -1.0);
+  std::vector<double> all(std::size_t(most) * world.size());
+  world.all_gather(Span<const double>(mine), Span<double>(all));
+  for (std::size_t k = 0; k + 6 <= all.size(); k += 6)
+    if (all[k] >= 0)
+      timeline.intervals.push_back({int(all[k]), pp::IntervalKind(int(all[k + 1])), int(all[k + 2]),
+                                    int(all[k + 3]), all[k + 4], all[k + 5]});
+  return timeline;
+}
+
+// What the run ends with: throughput, the report, the sample.
+struct Outcome {
+  double tokens_per_s = 0;
+  RunReport report;
+  std::vector<std::int32_t> sampled;
+};
+
+// Rank 0's closing lines: losses and throughput, skipped steps, the report, the sample.
+template <class Tr>
+void print_closing(const Tr& t, const ProgramFlags& f, const TrainHistory& h, const Outcome& x) {
+  char throughput[64] = "n/a tokens/s (one step, which warms up)";
+  if (!h.measured.empty())
+    std::snprintf(throughput, sizeof throughput, "%.0f tokens/s (steps %d..%d)", x.tokens_per_s,
+                  h.first + 1, h.last - 1);
+  std::printf("\n%d steps: loss %.4f -> %.4f | %s | %s\n", h.last - h.first, h.losses.front(),
+              h.losses.back(), throughput, t.mesh().to_string().c_str());
+  if (!h.skipped.empty()) {
+    std::printf("skipped %zu step(s) with a non-finite loss or gradient norm:", h.skipped.size());
+    for (int s : h.skipped) std::printf(" %d", s);
+    std::printf("\n");
+  }
+  print_report(x.report, t.model(), t.options());
+  if (!x.sampled.empty())
+    std::printf(
+        "\nsample (%zu tokens after the prompt, temperature %g, top-k %d, seed %llu):\n%s%s\n",
+        x.sampled.size(), f.inference.sample.temperature, f.inference.sample.top_k,
+        static_cast<unsigned long long>(f.inference.sample.seed), f.inference.prompt.c_str(),
+        tokens_as_text(x.sampled, t.model().vocab()).c_str());
+}
+
+// Rank 0's files: --trace, --svg, --json.
+template <class P, class Tr>
+void write_outputs(const Comm& world, const P& p, const Tr& t, const ProgramFlags& f,
+                   const TokenSource& data, const TrainHistory& h, const Outcome& x) {
+  const pp::Timeline timeline = gather_timeline(world, h.measured);  // collective: every rank
+  if (world.rank() != 0) return;
+  std::vector<std::string> names;
+  for (int r = 0; r < world.size(); ++r) names.push_back("rank " + std::to_string(r));
+  if (!f.trace.empty()) pp::write_chrome_trace(f.trace, timeline, names);
+  if (!f.svg.empty())
+    pp::write_timeline_svg(f.svg, timeline,
+                           std::string(P::kName) + ", last step, " + t.mesh().to_string(), "rank");
+  if (f.run.json.empty()) return;
+  nlohmann::json j = run_json(t.options(), f.run, data.name(), h.losses, h.first, x.tokens_per_s,
+                              h.skipped, x.report);
+  j["config"].update(p.config_json());
+  j["param_count"] = p.parameter_count();
+  j["val_steps"] = h.val_steps;  // val_losses[k]: the held-out loss after val_steps[k] steps
+  j["val_losses"] = h.val_losses;
+  j["sample_tokens"] = x.sampled;
+  j["sample"] = tokens_as_text(x.sampled, t.model().vocab());
+  p.extend_json(j);
+  write_json(f.run.json, j);
+}
+
+// Runs the whole training with compute type T and storage type S on backend B.
+template <class T, class S, class B, class P>
+int train(const Comm& world, const P& p, const ProgramFlags& f, TokenSource data,
+          const std::optional<TokenSource>& held_out) {
+  Trainer<decltype(p.model()), T, S, B> t(world, p.model(), f.o, data);
+  start(world, p, t, f, data);
+  TrainHistory h;
+  h.first = t.steps_done();
+  h.last = f.stop_after > 0 ? std::min(f.stop_after, f.run.steps) : f.run.steps;
+  if (h.first >= h.last) {
+    if (world.rank() == 0) std::printf("nothing to run: at step %d of %d\n", h.first, h.last);
+    return 0;
+  }
+  run_steps(world, t, f, data, held_out, h);
+  // the first step warms up: a run of one step has no measured throughput (NaN, printed n/a)
+  double seconds = 0;
+  for (const StepResult& r : h.measured) seconds += r.seconds;
+  const double tokens = double(t.options().batch) * t.model().seq();
+  Outcome x;
+  x.tokens_per_s = h.measured.empty() ? std::nan("") : h.measured.size() * tokens / seconds;
+  x.report = h.window.report(t, h.measured);
+  if (!f.save.empty()) save_weights(t, f.save);
+  if (f.inference.sample.tokens > 0)
+    x.sampled = sample(t, prompt_tokens(f.inference), f.inference.sample);
+  if (world.rank() == 0) print_closing(t, f, h, x);
+  write_outputs(world, p, t, f, data, h, x);
+  return 0;
+}
+
+// The program's own flags: weights, checkpoints, traces, inference.
+inline void add_program_options(cli::App& app, ProgramFlags& f) {
+  app.add_option("--init", f.init, "initial weights (safetensors, the model's names)");
+  app.add_option("--save", f.save, "write the final weights (safetensors)");
+  app.add_option("--checkpoint-dir", f.checkpoint_dir,
+                 "directory of full checkpoints (DIR/step-N: parameters, optimizer, step)");
+  app.add_option("--save-every", f.save_every, "write a checkpoint every N steps")
+      ->check(cli::NonNegativeNumber);
+  app.add_option("--keep", f.keep, "checkpoints to keep (the newest; 0 keeps all)")
+      ->check(cli::NonNegativeNumber)
+      ->capture_default_str();
+  f.resume_flag = app.add_option("--resume", f.resume,
+                                 "continue from a checkpoint, or (no value) from the newest "
+                                 "in --checkpoint-dir")
+                      ->expected(0, 1);
+  app.add_option("--stop-after", f.stop_after,
+                 "end the run after this step, as if cut off (the schedule still plans --steps)")
+      ->check(cli::PositiveNumber);
+  app.add_option("--dump-grads", f.dump_grads, "write the first step's gradients, loss and batch");
+  app.add_option("--trace", f.trace, "write the last step's timeline as a Chrome trace (Perfetto)");
+  app.add_option("--svg", f.svg, "write the last step's timeline as an SVG picture");
+  add_inference_options(app, f.inference);
+}
+
+// The flags' own checks, after parsing.
+inline void check_program_options(ProgramFlags& f, int vocab) {
+  f.resuming = f.resume_flag->count() > 0;
+  require(f.save_every == 0 || !f.checkpoint_dir.empty(), "--save-every needs --checkpoint-dir");
+  require(!f.resuming || !f.resume.empty() || !f.checkpoint_dir.empty(),
+          "--resume without a path needs --checkpoint-dir");
+  check_inference_options(f.inference, vocab);
+}
+
+}  // namespace program_detail
+
+// The whole program: flags, data, the trainer on the device, dtype and precision asked for.
+template <class P>
+int train_program(int argc, char** argv, P p) {
+  return run_main(argc, argv, [&](int argc, char** argv) {
+    const Comm world = Comm::world();
+    ProgramFlags f;
+    TrainOptions& o = f.o;
+    o.batch = 16;
+    o.optimizer.lr = 3e-3;
+    cli::App app{P::kDescription};
+    app.last_value_wins();
+    p.add_model_options(app);
+    add_run_options(app, o, f.run, p.seed());
+    program_detail::add_program_options(app, f);
+    p.add_options(app);
+    parse_command_line(app, argc, argv, world);
+    apply_run_options(world, o, f.run);
+    program_detail::check_program_options(f, p.model().vocab());
+    if (p.before_data(world, o, f.run)) return 0;
+    TokenSource data = load_data(world, f.run.data, p.model().vocab(), p.model().seq());
+    // --eval-every: the tail of the data is held out, never trained on
+    std::optional<TokenSource> held_out;
+    if (f.inference.eval_every > 0) {
+      auto [train_part, tail] = data.split_tail(f.inference.held_out, p.model().seq());
+      data = std::move(train_part), held_out = std::move(tail);
+    }
+    p.before_training(world, app, o, f.run, data);
+    using program_detail::train;
+    return with_device(f.run.device, [&](auto device) {
+      using B = decltype(device);
+      if (f.run.precision == "bf16") return train<float, bf16, B>(world, p, f, data, held_out);
+      if (f.run.dtype == "double") return train<double, double, B>(world, p, f, data, held_out);
+      return train<float, float, B>(world, p, f, data, held_out);
+    });
+  });
+}
+
+}  // namespace trident
