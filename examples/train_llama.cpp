@@ -11,6 +11,7 @@
 //   ./train_llama --dtype double --steps 20              (the single-process reference run)
 //   mpiexec -n 2 ./train_llama --pp 2 --device emulated  (the CPU as a guarded device)
 //   mpiexec -n 2 ./train_llama --checkpoint-dir ck --save-every 10; ./train_llama --resume ...
+//   ./train_llama --hf-config config.json --init model.safetensors   (a Hugging Face checkpoint)
 //
 // Prints a progress line per step and the closing report: tokens/s, memory per rank by kind,
 // traffic per step per axis, the pipeline bubble, each next to its formula.
@@ -36,7 +37,9 @@ struct LlamaProgram : ProgramHooks {
 
   llama::Model model() const { return llama::Model(config); }
   unsigned long long& seed() { return config.seed; }
-  void add_model_options(cli::App& app) { llama::add_model_options(app, config); }
+  std::string hf_config;  // --hf-config: a Hugging Face config.json
+  void add_model_options(cli::App& app) { llama::add_model_options(app, config, hf_config); }
+  void after_parse(const cli::App& app) { llama::apply_hf_config(app, hf_config, config); }
   std::string shape() const {
     const llama::Config& c = config;
     auto s = [](long long v) { return std::to_string(v); };

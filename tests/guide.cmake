@@ -2,7 +2,8 @@
 # ```cpp block after a line "<!-- file: NAME -->" is appended to NAME in the build tree (at
 # configure time; editing the guide reconfigures), and its programs are built as a user builds
 # them (trident::trident; CLI11 for the parity driver) and run:
-#   guide.train           TP 2 x DP 2 on 4 ranks: the loss falls, TP bytes equal the model's formula
+#   guide.train           TP 2 x DP 2 on 4 ranks: the loss falls, TP bytes and one layer's
+#                         activations equal the model's formulas
 #   guide.parity.Nranks   the parity kit on every case N ranks allow (and the gradient checks)
 # and the guide's model with a defect planted (tests/guide_defects.cpp) must be caught:
 #   guide.contract        a Block that reads w in the W pass: the contract's message, status 1
@@ -72,7 +73,8 @@ function(guide_test name ranks)
                        ENVIRONMENT "OMP_NUM_THREADS=1")
 endfunction()
 guide_test(train 4 COMMAND $<TARGET_FILE:guide_train> EXPECT "step 0 loss 4.1" "step 59 loss 0.0"
-           "0.079 / 0.079")  # TP measured / the kTpCollectives formula (GPT's would say 0.141)
+           "0.079 / 0.079"  # TP measured / the kTpCollectives formula (GPT's would say 0.141)
+           "measured 0.055 (MemoryStats), the model's formula 0.055")  # layer_activation_elements
 # the guide quotes the 8-rank summary line; 2 ranks: the 12 two-rank cases
 guide_test(parity.2ranks 2 COMMAND $<TARGET_FILE:guide_parity> --gradients
            EXPECT "11 passed, 0 failed, 1 refused" "sequence parallelism would put a token"

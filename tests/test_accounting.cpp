@@ -7,6 +7,10 @@
 //  - TP: per block and microbatch 2 all-reduces of b*s*h in forward and 2 in backward
 //    (Megatron-LM §3); with SP an all-gather and a reduce-scatter of the same bytes instead.
 //  - PP: b*s*h per microbatch per stage boundary sent, none between chunks of one rank (PP = 1).
+#include <unistd.h>
+
+#include <cstdio>
+
 #include <trident/models/gpt2/gpt2.hpp>
 #include <trident/train/formulas.hpp>
 #include <trident/train/report.hpp>
@@ -274,4 +278,54 @@ TEST_CASE("the buffer cache makes room with the smallest block that suffices, no
   const std::size_t cached = cached_buffer_bytes();
   Buffer<char> again(MemoryKind::buffers, X, Fill::none);  // from the cache
   CHECK(cached_buffer_bytes() == cached - X);
+}
+
+TEST_CASE("one layer's activations per microbatch: measured equals the model's formula") {
+  struct Case {
+    MeshShape mesh;
+    bool sp;
+    int cp;
+  };
+  for (const Case k : {Case{{1, 1, 1}, false, 1}, Case{{2, 1, 1}, false, 1},
+                       Case{{2, 1, 1}, true, 1}, Case{{1, 1, 1}, false, 2}}) {
+    auto comm = test::first_ranks(k.mesh.tp * k.cp, test::current_test_name());
+    if (!comm) continue;
+    gpt2::Options o = test::small_options(k.mesh);
+    o.sequence_parallel = k.sp, o.mesh.cp = k.cp;
+    auto t = trainer<float>(*comm, o);
+    (void)t->step();
+    INFO("TP" << k.mesh.tp << (k.sp ? " SP" : "") << " CP" << k.cp);
+    CHECK(t->chunk(0).layer_activation_bytes() > 0);
+    CHECK(t->chunk(0).layer_activation_bytes() == layer_activation_formula(*t));
+  }
+}
+
+TEST_CASE("the report prints a model's undeclared formulas as not declared, never another's") {
+  TRIDENT_RANKS(1, comm);
+  (void)comm;
+  struct Undeclared {};
+  static_assert(!declares_tp_collectives<Undeclared>::value &&
+                !declares_activation_formula<Undeclared>::value);
+  static_assert(declares_tp_collectives<gpt2::Model>::value &&
+                declares_activation_formula<gpt2::Model>::value);
+  RunReport r;
+  r.ranks.resize(1);
+  r.ranks[0].formula.tp = r.ranks[0].layer_formula = std::nan("");  // as formulas.hpp gives them
+  r.ranks[0].layer_activations = 3 * 1024 * 1024;
+  TrainOptions o;
+  o.mesh = {2, 1, 1};
+  std::fflush(stdout);
+  std::FILE* out = std::tmpfile();
+  const int saved = dup(1);
+  dup2(fileno(out), 1);
+  print_report(r, gpt2::Model(gpt2::Config{}), o);
+  std::fflush(stdout);
+  dup2(saved, 1), close(saved);
+  std::rewind(out);
+  std::string text;
+  for (int ch; (ch = std::fgetc(out)) != EOF;) text += char(ch);
+  std::fclose(out);
+  CHECK(text.find("measured 3.000 (MemoryStats), the model's formula not declared") !=
+        std::string::npos);
+  CHECK(text.find("n/d: not declared: the model declares no TP collectives") != std::string::npos);
 }

@@ -10,6 +10,7 @@
 #include <string>
 
 #include <trident/testing/doctest.hpp>
+#include <trident/train/formulas.hpp>
 
 #include "model_parity.hpp"
 #include "mpi_test.hpp"
@@ -165,4 +166,18 @@ TEST_CASE("llama: KV heads that do not divide the heads or TP are one Error nami
         std::string::npos);
   c.kv_heads = 2, c.heads = 2, c.hidden = 36;
   CHECK(message(c, {2, 1, 1}).find("no error") != std::string::npos);  // D = 18: even, fine
+}
+
+TEST_CASE("llama: one layer's activations per microbatch, measured, equal the model's formula") {
+  TRIDENT_RANKS(2, comm);
+  for (const bool sp : {false, true}) {
+    TrainOptions o = small_run({2, 1, 1});
+    o.sequence_parallel = sp;
+    llama::Trainer<double> t(comm, llama::Model(small_model()), o,
+                             TokenSource::synthetic(small_model().vocab));
+    (void)t.step();
+    INFO("TP2" << (sp ? " SP" : ""));
+    CHECK(t.chunk(0).layer_activation_bytes() > 0);
+    CHECK(t.chunk(0).layer_activation_bytes() == layer_activation_formula(t));
+  }
 }

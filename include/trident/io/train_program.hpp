@@ -50,6 +50,8 @@ namespace trident {
 // What a model's program may add to the generic one; these do nothing.
 struct ProgramHooks {
   void add_options(cli::App&) {}
+  // Right after parsing, before any flag is checked (e.g. a shape read from a file).
+  void after_parse(const cli::App&) {}
   // After the flags are read, before the data: true ends the program (status 0).
   bool before_data(const Comm&, TrainOptions&, const RunFlags&) { return false; }
   // With the data read, before the trainer is built (it may change the options).
@@ -303,6 +305,7 @@ int train_program(int argc, char** argv, P p) {
     program_detail::add_program_options(app, f);
     p.add_options(app);
     parse_command_line(app, argc, argv, world);
+    p.after_parse(app);
     apply_run_options(world, o, f.run);
     program_detail::check_program_options(f, p.model().vocab());
     if (p.before_data(world, o, f.run)) return 0;

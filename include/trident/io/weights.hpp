@@ -1,5 +1,7 @@
-// trident/io/weights.hpp: a Trainer's parameters to and from safetensors files under the
-// model's names (GPT-2's are Hugging Face's), and the gradient dump of one step.
+// trident/io/weights.hpp: a Trainer's parameters to and from safetensors files in the model's
+// file layout (io/file_layout.hpp: its names, or another framework's names and layout — GPT-2's
+// names are Hugging Face's, Llama declares Hugging Face's layout), and the gradient dump of one
+// step in the same layout.
 //
 // Saving gathers every tensor on world rank 0, which writes the file. Loading has every rank
 // read the file and keep its own block (its TP shard; its DP shard under ZeRO-3). Errors are
@@ -10,6 +12,7 @@
 
 #include "../core/environment.hpp"
 #include "../train/collect.hpp"
+#include "file_layout.hpp"
 #include "safetensors.hpp"
 
 namespace trident {
@@ -27,11 +30,21 @@ void agreed(const Comm& world, F&& f) {
   agree(world, message.empty(), message);
 }
 
-template <class T>
-void add_tensors(io::SafetensorsWriter& w, const NamedTensors<T>& tensors,
-                 const std::vector<UnitSpec>& units) {
-  for (const UnitSpec& u : units)
-    for (const ParamSpec& p : u.params) w.add(p.name, tensors.at(p.name).data(), p.shape);
+template <class M, class T>
+void add_tensors(io::SafetensorsWriter& w, const M& model, const NamedTensors<T>& tensors) {
+  for (const UnitSpec& u : whole_model_units(model))
+    for (const ParamSpec& p : u.params) {
+      const std::vector<FileTensor> pieces = file_tensors(model, p);
+      const int n = int(pieces.size());
+      const T* whole = tensors.at(p.name).data();
+      for (int k = 0; k < n; ++k) {
+        const std::vector<std::int64_t> shape = file_shape(p, pieces[k], n);
+        std::vector<T> piece(std::size_t(tensors.at(p.name).size()) / n);
+        for_each_file_element(p, pieces[k], n, k,
+                              [&](std::int64_t f, std::int64_t g) { piece[f] = whole[g]; });
+        w.add(pieces[k].name, piece.data(), shape);
+      }
+    }
 }
 
 // A tensor of the file as T, whatever its floating-point dtype (F64, F32 or BF16).
@@ -55,6 +68,23 @@ std::vector<T> read_as(const io::SafetensorsReader& r, const std::string& name,
            "; parameters must be F64, F32 or BF16");
   }
 }
+
+// Parameter p, whole, from its file tensors (io/file_layout.hpp).
+template <class T, class M>
+std::vector<T> read_parameter(const io::SafetensorsReader& r, const M& model, const ParamSpec& p) {
+  const std::vector<FileTensor> pieces = file_tensors(model, p);
+  const int n = int(pieces.size());
+  if (n == 1 && !pieces[0].transposed) return read_as<T>(r, pieces[0].name, p.shape);
+  std::size_t numel = 1;
+  for (std::int64_t d : p.shape) numel *= std::size_t(d);
+  std::vector<T> whole(numel);
+  for (int k = 0; k < n; ++k) {
+    const std::vector<T> piece = read_as<T>(r, pieces[k].name, file_shape(p, pieces[k], n));
+    for_each_file_element(p, pieces[k], n, k,
+                          [&](std::int64_t f, std::int64_t g) { whole[g] = piece[f]; });
+  }
+  return whole;
+}
 }  // namespace detail
 
 // Writes every parameter to `path` (from world rank 0). Collective.
@@ -64,7 +94,7 @@ void save_weights(Trainer<M, T, S, B>& t, const std::string& path) {
   detail::agreed(t.mesh().world(), [&] {
     if (t.mesh().rank() != 0) return;
     io::SafetensorsWriter w;
-    detail::add_tensors(w, params, whole_model_units(t.model()));
+    detail::add_tensors(w, t.model(), params);
     w.set_metadata("format", "pt");
     w.write(path);
   });
@@ -79,7 +109,7 @@ void load_weights(Trainer<M, T, S, B>& t, const std::string& path) {
       UnitStore<T, S, B>& st = t.chunk(c).store();
       st.initialise([&](int u, T* out) {
         for (const LocalParam& p : st.layout(u).params) {
-          const std::vector<T> full = detail::read_as<T>(r, p.spec.name, p.spec.shape);
+          const std::vector<T> full = detail::read_parameter<T>(r, t.model(), p.spec);
           fill_local(p.layout, out + p.offset, [&](std::int64_t g) { return full[g]; });
         }
       });
@@ -100,7 +130,7 @@ StepResult dump_gradients_and_step(Trainer<M, T, S, B>& t, const TokenSource& da
     if (t.mesh().rank() != 0) return;
     const TrainOptions& o = t.options();
     io::SafetensorsWriter w;
-    detail::add_tensors(w, grads, whole_model_units(t.model()));
+    detail::add_tensors(w, t.model(), grads);
     const T loss = static_cast<T>(r.loss);
     w.add("loss", &loss, {});
     const int seq = t.model().seq();

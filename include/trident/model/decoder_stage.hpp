@@ -116,6 +116,9 @@ class DecoderStage {
   const StageSpec& spec() const { return spec_; }
   // Elements of the activation passed between pipeline stages.
   std::size_t activation_size() const { return block_.activation_size(); }
+  // What one whole layer's forward kept for its backward, bytes (before recomputation drops
+  // it), as measured by MemoryStats; 0 before a layer ran (the run report's activations).
+  double layer_activation_bytes() const { return layer_activation_bytes_; }
   // Elements of one block of keys and values that ring attention passes (cp/): the Block's,
   // for a model with kContextParallel.
   std::size_t ring_block_size() const { return block_.ring_block_size(); }
@@ -273,7 +276,11 @@ class DecoderStage {
       T* out = l + 1 < spec_.layers ? st.blocks[l + 1].x.data()
                : spec_.last()       ? st.head_input.data()
                                     : output;
+      const std::size_t held = memory_stats().current(MemoryKind::activations);
       block_.forward(st.blocks[l], out, params_.use(k, 1)[0], spec_.halves(l));
+      if (keep && spec_.halves(l) == nn::BlockHalves::both)  // its input x, and what it added
+        layer_activation_bytes_ = double(memory_stats().current(MemoryKind::activations) - held +
+                                         size * sizeof(T));
       params_.release(k, 1), ++k;
       if (!keep)
         st.blocks[l] = typename Block::Activations{};
@@ -335,6 +342,7 @@ class DecoderStage {
   UnitStore<T, S, B> store_;
   StageParams<T, S, B> params_;
   std::map<int, Stash> stash_;
+  double layer_activation_bytes_ = 0;
 };
 
 }  // namespace trident

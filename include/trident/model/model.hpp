@@ -36,6 +36,13 @@
 //     // (train/formulas.hpp; without it the report prints "not declared", never another
 //     // model's), e.g. Megatron's block: {4, 2, true}
 //     static constexpr TpCollectives kTpCollectives = {...};
+//     // optional: the elements of T one layer keeps per microbatch for its backward, for the
+//     // run report's activation formula (printed next to what a layer's forward measurably
+//     // keeps; without it, "not declared")
+//     double layer_activation_elements(const ModelRun&) const;
+//     // optional: its weight files in another framework's layout (io/file_layout.hpp), e.g.
+//     // Llama's in Hugging Face's; without it, each parameter is a tensor of its own name
+//     std::vector<FileTensor> file_tensors(const ParamSpec&) const;
 //     // optional: the model's Stage splits its sequences over a context-parallel ring
 //     // (cp/: the parts read tp.local_seq, tp.positions and run cp/attention.hpp); without
 //     // it, --cp above 1 is refused
@@ -150,6 +157,14 @@ struct supports_context_parallel : std::false_type {};
 template <class M>
 struct supports_context_parallel<M, std::void_t<decltype(M::kContextParallel)>>
     : std::bool_constant<M::kContextParallel> {};
+
+// Whether M declares its activations per layer (above: layer_activation_elements).
+template <class M, class = void>
+struct declares_activation_formula : std::false_type {};
+template <class M>
+struct declares_activation_formula<
+    M, std::void_t<decltype(std::declval<const M&>().layer_activation_elements(ModelRun{}))>>
+    : std::true_type {};
 
 // Unit `unit` of virtual stage `stage` and unit `other_unit` of virtual stage `other_stage` are
 // one tensor (Press & Wolf 2017): their gradients are summed, the first is the one counted.

@@ -185,4 +185,17 @@ Traffic traffic_formula(Trainer<M, T, S, B>& t) {
   return f;
 }
 
+// The model's declared activations of one layer and microbatch, bytes (model/model.hpp's
+// layer_activation_elements at this run's shapes); NaN (printed "not declared") without one.
+template <class M, class T, class S, class B>
+double layer_activation_formula(Trainer<M, T, S, B>& t) {
+  if constexpr (declares_activation_formula<M>::value) {
+    const TrainOptions& o = t.options();
+    const ModelRun run{o.mesh.tp, o.sequence_parallel, o.rows_per_microbatch(), o.mesh.cp};
+    return t.model().layer_activation_elements(run) * sizeof(T);
+  } else {
+    return std::nan("");
+  }
+}
+
 }  // namespace trident

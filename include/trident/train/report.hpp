@@ -26,6 +26,9 @@ struct RankFigures {
   double compute = 0, end = 0;  // seconds per step in forward/backward; last span's end
   double cp_wait = 0;           // seconds per step waiting for the CP ring (not overlapped)
   double peak_live = 0, cached = 0, peak_rss = 0;  // bytes: all Buffers at once, cache, RSS
+  // bytes one whole layer keeps per microbatch: measured (0: no whole layer here), the model's
+  // formula (NaN: not declared)
+  double layer_activations = 0, layer_formula = 0;
 };
 static_assert(sizeof(RankFigures) % sizeof(double) == 0);
 
@@ -53,6 +56,14 @@ inline Traffic measured_traffic(double steps) {
 // Measures intervals and CommStats over the `measured` steps, from counters reset just before them:
 // use ReportWindow (below), which resets them and checks the count. Collective; the report is
 // complete on world rank 0.
+// A Stage that measures what a layer's forward keeps (model/decoder_stage.hpp).
+template <class Stage, class = void>
+struct measures_layer_activations : std::false_type {};
+template <class Stage>
+struct measures_layer_activations<
+    Stage, std::void_t<decltype(std::declval<const Stage&>().layer_activation_bytes())>>
+    : std::true_type {};
+
 template <class M, class T, class S, class B>
 RunReport make_report(Trainer<M, T, S, B>& t, const std::vector<StepResult>& measured) {
   RankFigures f;
@@ -69,6 +80,10 @@ RunReport make_report(Trainer<M, T, S, B>& t, const std::vector<StepResult>& mea
   f.peak_rss = double(peak_resident_bytes());
   f.states = model_state_formula(t);
   f.formula = traffic_formula(t);
+  f.layer_formula = layer_activation_formula(t);
+  for (int k = 0; k < t.chunks(); ++k)
+    if constexpr (measures_layer_activations<std::decay_t<decltype(t.chunk(k))>>::value)
+      f.layer_activations = std::max(f.layer_activations, t.chunk(k).layer_activation_bytes());
   const double n = std::max<std::size_t>(1, measured.size());
   f.traffic = measured_traffic(n);
   f.cp_wait = comm_stats().of("cp").total().seconds / n;
@@ -191,6 +206,22 @@ inline void print_pipeline_bubble(const RunReport& r, const TrainOptions& o) {
         o.virtual_stages > 1 ? (", v=" + std::to_string(o.virtual_stages)).c_str() : "");
 }
 
+// What one layer keeps per microbatch: measured (the most on any rank) next to the model's
+// declared formula, never another model's.
+inline void print_layer_activations(const RunReport& r) {
+  const double MiB = 1024.0 * 1024.0;
+  double measured = 0;
+  for (const RankFigures& f : r.ranks) measured = std::max(measured, f.layer_activations);
+  char got[32] = "n/a (no whole layer)", formula[96] = "not declared (model/model.hpp)";
+  if (measured > 0) std::snprintf(got, sizeof got, "%.3f", measured / MiB);
+  if (!r.ranks.empty() && !std::isnan(r.ranks[0].layer_formula))
+    std::snprintf(formula, sizeof formula, "%.3f", r.ranks[0].layer_formula / MiB);
+  std::printf(
+      "one layer's activations per microbatch, MiB: measured %s (MemoryStats), the model's "
+      "formula %s\n",
+      got, formula);
+}
+
 template <class M>
 void print_report(const RunReport& r, const M& model, const TrainOptions& o) {
   const double MiB = 1024.0 * 1024.0;
@@ -211,6 +242,7 @@ void print_report(const RunReport& r, const M& model, const TrainOptions& o) {
                 (f.parameters + f.gradients + f.optimizer) / MiB, f.states.total() / MiB,
                 f.activations / MiB, f.buffers / MiB);
   }
+  print_layer_activations(r);
   std::printf(
       "\nresident memory per rank, MiB: the buffers accounted above (row sum), the most bytes "
       "all buffers held at once since the start, the free blocks cached for reuse (bounded by "
@@ -238,7 +270,9 @@ void print_report(const RunReport& r, const M& model, const TrainOptions& o) {
                 f.emb / MiB);
   }
   if (!r.ranks.empty() && std::isnan(r.ranks[0].formula.tp))
-    std::printf("n/d: the model declares no TP collectives (model/model.hpp, kTpCollectives)\n");
+    std::printf(
+        "n/d: not declared: the model declares no TP collectives (model/model.hpp, "
+        "kTpCollectives)\n");
   if (o.mesh.cp > 1) print_context_parallel(r, o);
   if (o.mesh.pp > 1) {
     print_stage_balance(r, model, o);

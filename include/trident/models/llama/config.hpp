@@ -18,11 +18,13 @@ struct Config {
   unsigned long long seed = 1234;  // initialisation (models/llama/params.hpp)
   double norm_eps = 1e-5;          // RMSNorm's epsilon (Llama 2)
   double rope_theta = 10000;       // RoPE's base (RoFormer, Llama 2)
+  int ffn_size = 0;                // the MLP's width; 0: ffn()'s rule
 
   int head_size() const { return hidden / heads; }
   // The MLP's width: 2/3 of GPT-2's 4C, so that its three matrices cost what GPT-2's two do,
-  // rounded up to a multiple of 32 (Touvron et al. 2023, "LLaMA", §2.2: SwiGLU with 2/3 4d).
-  int ffn() const { return (8 * hidden / 3 + 31) / 32 * 32; }
+  // rounded up to a multiple of 32 (Touvron et al. 2023, "LLaMA", §2.2: SwiGLU with 2/3 4d),
+  // unless ffn_size sets it (a published model's intermediate_size).
+  int ffn() const { return ffn_size > 0 ? ffn_size : (8 * hidden / 3 + 31) / 32 * 32; }
 
   // V C (embedding) + L (C (H + 2 KV) D + H D C + 3 C F + 2 C) + C (final norm) + V C (LM head).
   long long parameter_count() const {
@@ -33,10 +35,12 @@ struct Config {
 
   void validate() const {
     auto s = [](long long v) { return std::to_string(v); };
-    require(vocab >= 1 && seq >= 1 && layers >= 1 && hidden >= 1 && heads >= 1 && kv_heads >= 1,
+    require(vocab >= 1 && seq >= 1 && layers >= 1 && hidden >= 1 && heads >= 1 && kv_heads >= 1 &&
+                ffn_size >= 0,
             "model sizes must be at least 1 (vocab " + s(vocab) + ", seq " + s(seq) + ", layers " +
                 s(layers) + ", hidden " + s(hidden) + ", heads " + s(heads) + ", kv heads " +
-                s(kv_heads) + ")");
+                s(kv_heads) + ", ffn " + s(ffn_size) + ")");
+    require(rope_theta > 0 && norm_eps > 0, "RoPE's theta and RMSNorm's epsilon must be positive");
     require(hidden % heads == 0,
             "hidden size " + s(hidden) + " is not divisible by the " + s(heads) + " heads");
     require(head_size() % 2 == 0, "RoPE rotates pairs of features: the head size " +

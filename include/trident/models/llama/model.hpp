@@ -32,6 +32,8 @@ class Model : public DecoderModel<Model, Config, Embedding, Block, Head> {
     return llama::initial_value(c_, p, index);
   }
   std::vector<Tie> ties(int) const { return {}; }  // the LM head is its own tensor
+  // weight files in Hugging Face's layout (io/weights.hpp): a published checkpoint loads
+  std::vector<FileTensor> file_tensors(const ParamSpec& p) const { return hf_tensors(p); }
   // Forward GEMM FLOPs of one sequence (pp/balance.hpp), 2 per multiply-add: per token
   // 2 C (H + 2 KV) D (q, k, v) + 2 H D C (o) + 2 C 2F (gate, up) + 2 F C (down) + 4 T H D
   // (scores and their product with v), and the LM head's 2 C V; the attention half is all of the
@@ -41,6 +43,17 @@ class Model : public DecoderModel<Model, Config, Embedding, Block, Head> {
                  F = c_.ffn(), V = c_.vocab;
     const double attention = T * (2 * C * (H + 2 * KV) * D + 2 * H * D * C + 4 * T * H * D);
     return {attention + T * 6 * C * F, 0.0, T * 2 * C * V, attention};
+  }
+
+  // Elements of T one layer keeps per microbatch for its backward (models/llama/block.hpp's
+  // BlockActivations): x and x2 (n C each), the RMSNorms' 1/rms (2 n), their outputs (N C each),
+  // qkv (N (H + 2 KV)/t D), att (N H/t D), gate_up and act (3 N F/t), the attention
+  // probabilities (b H/t s s_cp); N = b s/cp rows, n = N/t under SP.
+  double layer_activation_elements(const ModelRun& run) const {
+    const double s = double(c_.seq) / run.cp, N = run.rows * s, C = c_.hidden, t = run.tp;
+    const double n = run.sequence_parallel ? N / t : N, D = c_.head_size();
+    return 2 * n * C + 2 * n + 2 * N * C + N * (c_.heads + 2.0 * c_.kv_heads) / t * D +
+           N * c_.heads / t * D + 3 * N * c_.ffn() / t + double(run.rows) * (c_.heads / t) * s * c_.seq;
   }
 
   void validate(const ModelRun& run) const {

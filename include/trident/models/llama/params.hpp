@@ -1,8 +1,9 @@
 // trident/models/llama/params.hpp: the Llama-style decoder's parameters, grouped into units
 // (zero/params.hpp).
 //
-// Names follow Hugging Face's Llama state dict without its "model." prefix; weights are stored
-// [in, out] (nn/linear.hpp), the transpose of PyTorch's nn.Linear. Placements over TP are
+// Names follow Hugging Face's Llama state dict without its "model." prefix; weights are held
+// [in, out] (nn/linear.hpp), the transpose of PyTorch's nn.Linear, and gate and up as one
+// weight; weight files are in Hugging Face's layout (hf_tensors, below). Placements over TP are
 // Megatron's (Shoeybi et al. 2019, §3) with grouped-query attention: q, k and v column-parallel
 // (each rank holds H / TP query heads and the KV / TP key/value heads they read), gate and up
 // column-parallel as one weight of two sections, o and down row-parallel, the embedding and the
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "../../io/file_layout.hpp"
 #include "../../zero/params.hpp"
 #include "config.hpp"
 
@@ -51,6 +53,20 @@ inline UnitSpec block_unit(const Config& c, int layer) {
        gain("post_attention_layernorm.weight"),
        {p + "mlp.gate_up_proj.weight", {C, 2 * F}, Placement::Shard(1, 2)},
        {p + "mlp.down_proj.weight", {F, C}, Placement::Shard(0), 0, Init::residual_normal}}};
+}
+
+// Parameter p in Hugging Face's LlamaForCausalLM files (io/file_layout.hpp): "model." before
+// every name but lm_head's, the linear weights [out, in], gate_up as gate_proj and up_proj.
+inline std::vector<FileTensor> hf_tensors(const ParamSpec& p) {
+  if (p.name == "lm_head.weight") return {{p.name, false}};
+  const std::string name = "model." + p.name;
+  if (p.shape.size() == 1 || p.name == "embed_tokens.weight") return {{name, false}};
+  const std::size_t gate_up = name.find("gate_up_proj");
+  if (gate_up != std::string::npos) {
+    const std::string before = name.substr(0, gate_up), after = name.substr(gate_up + 12);
+    return {{before + "gate_proj" + after, true}, {before + "up_proj" + after, true}};
+  }
+  return {{name, true}};
 }
 
 // Weights normal(0, 0.02), the residual projections (o, down) scaled by 1/sqrt(2 L) as GPT-2's
