@@ -1,12 +1,15 @@
 // examples/comparison.hpp: the runs examples/zero_vs_3d, examples/zero_vs_3d_cluster and
-// bench/predict compare on 8 ranks — one model, pure ZeRO-3 next to 3D meshes with ZeRO-1.
+// bench/predict compare on 8 ranks — one model, pure ZeRO-3 next to 3D meshes with ZeRO-1 — on
+// one node, and on 2 nodes joined by a slow link.
 #pragma once
 
 #include <initializer_list>
 #include <string>
 #include <vector>
 
+#include <trident/costmodel/predict.hpp>
 #include <trident/models/gpt2/trainer.hpp>
+#include <trident/train/report.hpp>
 
 namespace trident::examples {
 
@@ -53,6 +56,34 @@ inline std::vector<NamedRun> comparison_runs(const gpt2::Config& model, int batc
                      {"TP2-DP4 ZeRO-1", {2, 1, 4}, 1},
                      {"PP2-DP4 ZeRO-1", {1, 2, 4}, 1},
                      {"TP4-DP2 ZeRO-1", {4, 1, 2}, 1}});
+}
+
+// The cluster comparison of examples/zero_vs_3d_cluster (2 nodes x 4 ranks, a slow link; the
+// sizes are explained there): a byte vocabulary, L=2, C=384, T=64; 24 sequences.
+inline gpt2::Config cluster_model() {
+  gpt2::Config c = comparison_model();
+  c.vocab = 256, c.seq = 64, c.layers = 2, c.hidden = 384;
+  return c;
+}
+inline constexpr int kClusterBatch = 24;
+inline std::vector<NamedRun> cluster_runs(const gpt2::Config& model, int batch) {
+  return named_runs(model, batch,
+                    {{"ZeRO-3 DP8", {1, 1, 8}, 3},
+                     {"TP4-PP2 ZeRO-1", {4, 2, 1}, 1},
+                     {"TP2-PP2-DP2 ZeRO-1", {2, 2, 2}, 1},
+                     {"TP8 ZeRO-1", {8, 1, 1}, 1}});
+}
+
+// Each rank's bytes per step per axis as the cost model predicts them (its stage's), in the
+// run report's form (costmodel/inter_node.hpp's inter_node_bytes reads them).
+inline std::vector<RankFigures> predicted_ranks(const gpt2::Options& o,
+                                                const costmodel::Prediction& p) {
+  std::vector<RankFigures> ranks(std::size_t(o.mesh.product()));
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    const costmodel::AxisFigures& b = p.stages[r / (o.mesh.tp * o.mesh.dp)].bytes;
+    ranks[r].formula = {b.tp, b.pp, b.dp, b.emb};
+  }
+  return ranks;
 }
 
 }  // namespace trident::examples

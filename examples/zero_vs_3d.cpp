@@ -22,6 +22,7 @@
 
 #include "comparison.hpp"
 #include "gpt3_175b.hpp"
+#include "the_answer.hpp"
 
 using namespace trident;
 using namespace trident::costmodel;
@@ -131,6 +132,28 @@ void explain(const std::vector<Result>& results) {
       "times above differ by compute and waiting, and below is what the bytes cost across nodes.\n",
       most(z3, states), most(d3, states), name, most(z3, activations), most(d3, activations),
       most(z3, sent), most(z3, sent) / most(d3, sent), most(d3, sent), name);
+}
+
+// This machine's scale of the answer (examples/the_answer.hpp): ZeRO-3 and the fastest measured
+// 3D layout.
+AnswerScale toy_scale(const std::vector<Result>& results, int batch) {
+  AnswerScale a = answer_scale("this machine, 8 ranks", "measured", kMiB, "MiB", batch);
+  for (const Result& r : results) {
+    AnswerRow row{r.run.name};
+    for (const RankFigures& f : r.measured.report.ranks) {
+      row.states = std::max(row.states, f.parameters + f.gradients + f.optimizer);
+      row.activations = std::max(row.activations, f.activations);
+      row.sent = std::max(row.sent, f.traffic.tp + f.traffic.pp + f.traffic.dp + f.traffic.emb);
+    }
+    for (const StagePrediction& s : r.predicted.stages) row.flops = std::max(row.flops, s.flops);
+    row.across = -1, row.step_s = r.measured.step_s;
+    const MeshShape& m = r.run.options.mesh;
+    if (r.run.options.zero.stage == 3)
+      a.zero3 = row;
+    else if (a.best.run.empty() || row.step_s < a.best.step_s)
+      a.best = row, a.model_parallel = m.tp * m.pp;
+  }
+  return a;
 }
 
 // One SVG per configuration: each rank's measured memory by kind, predicted total as a marker.
@@ -251,6 +274,7 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
       results.push_back(std::move(r));
     }
+    const AnswerScale cluster = cluster_scale(world, precision);  // calibrated on all ranks
     if (world.rank() != 0) return 0;
     print_memory(results);
     print_traffic(results);
@@ -258,6 +282,7 @@ int main(int argc, char** argv) {
     explain(results);
     print_gpt3();
     write_charts(results, svg_dir);
+    print_answer({toy_scale(results, batch), cluster, gpt3_scale()});
     return 0;
   });
 }

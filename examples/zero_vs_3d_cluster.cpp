@@ -48,27 +48,10 @@ struct Row {
   double measured_s = 0, predicted_s = 0, wire = 0, wire_formula = 0, link_s = 0;
   double nominal_s = 0;                 // predicted with the link at its nominal rate
   double steps_min = 0, steps_max = 0;  // the fastest and slowest measured step
+  int rounds = 0;                       // measured
   StagePrediction slowest;              // the predicted stage with the longest microbatch
   double axis_s[3] = {};  // measured seconds per step in TP's, PP's, DP's calls, slowest rank
 };
-
-std::vector<NamedRun> cluster_runs(const gpt2::Config& model, int batch) {
-  return named_runs(model, batch,
-                    {{"ZeRO-3 DP8", {1, 1, 8}, 3},
-                     {"TP4-PP2 ZeRO-1", {4, 2, 1}, 1},
-                     {"TP2-PP2-DP2 ZeRO-1", {2, 2, 2}, 1},
-                     {"TP8 ZeRO-1", {8, 1, 1}, 1}});
-}
-
-// Each rank's bytes per step per axis as the cost model predicts them (its stage's).
-std::vector<RankFigures> predicted_ranks(const gpt2::Options& o, const Prediction& p) {
-  std::vector<RankFigures> ranks(std::size_t(o.mesh.product()));
-  for (std::size_t r = 0; r < ranks.size(); ++r) {
-    const AxisFigures& b = p.stages[r / (o.mesh.tp * o.mesh.dp)].bytes;
-    ranks[r].formula = {b.tp, b.pp, b.dp, b.emb};
-  }
-  return ranks;
-}
 
 std::string crossing_axes(const AxisFigures& x) {
   std::string s;
@@ -85,9 +68,10 @@ std::vector<int> ranking(const std::vector<Row>& rows, double Row::*by) {
   return order;
 }
 
-// a is measured faster than b: every round of a faster than every round of b
+// a is measured faster than b: every round of a faster than every round of b, over at least 2
+// rounds (one round tells nothing apart: its order may be the machine's load of that moment)
 bool faster(const Row& a, const Row& b) {
-  return a.steps_max < b.steps_min;
+  return a.rounds >= 2 && b.rounds >= 2 && a.steps_max < b.steps_min;
 }
 
 // The table: each run's step time measured and predicted, both ranks, the bytes over the link.
@@ -192,7 +176,7 @@ double load_average() {
 
 struct Flags {
   gpt2::Config model;
-  int batch = 24, steps = 3;
+  int batch = kClusterBatch, steps = 3;
 };
 
 // Sized so that the link orders the four, by its bytes per step (costmodel/inter_node.hpp; N
@@ -205,8 +189,7 @@ struct Flags {
 // C = 384, L = 2 (3.7 M parameters) keeps a step's compute under a second here.
 Flags parse_flags(const Comm& world, int argc, char** argv) {
   Flags f;
-  f.model = comparison_model();
-  f.model.vocab = 256, f.model.seq = 64, f.model.layers = 2, f.model.hidden = 384;
+  f.model = cluster_model();
   cli::App app{"ZeRO-3 next to 3D parallelism on 2 emulated nodes x 4 ranks and a slow link."};
   add_model_options(app, f.model);
   app.add_option("--batch", f.batch, "sequences per step (global batch)")->capture_default_str();
@@ -279,7 +262,7 @@ void measure_rounds(const Comm& world, const std::vector<NamedRun>& runs, const 
       Row& r = rows[i];
       if (round == 0) warn_if_tp_spans_nodes(Mesh<>(world, runs[i].options.mesh));  // TP8 does
       const MeasuredRun m = measure_run<float, float>(world, runs[i].options, data, 1);
-      r.measured_s += m.step_s / steps, r.wire += m.wire / steps;
+      r.measured_s += m.step_s / steps, r.wire += m.wire / steps, r.rounds = round + 1;
       r.steps_min = round == 0 ? m.step_s : std::min(r.steps_min, m.step_s);
       r.steps_max = std::max(r.steps_max, m.step_s);
       double axis[3] = {};  // the slowest rank's
@@ -317,11 +300,13 @@ int main(int argc, char** argv) {
     // the link as MPI gets it here: below its rate when 8 ranks share 2 cores, since MPICH moves
     // bytes only while a rank is inside an MPI call
     const LinearFit link_fit = measure_link(world, nodes, link_bps / 8);
-    if (world.rank() == 0)
-      std::printf(
-          "the link measured by MPI, 4 pairs exchanging at once: %.3g bit/s each way, "
-          "%.0f us latency\n",
-          8 * link_fit.bandwidth, 1e6 * link_fit.latency);
+    if (world.rank() == 0) {
+      char latency[96] = "latency not resolved (the fit's intercept is not above 0)";
+      if (link_fit.latency > 0)
+        std::snprintf(latency, sizeof latency, "%.0f us latency", 1e6 * link_fit.latency);
+      std::printf("the link measured by MPI, 4 pairs exchanging at once: %.3g bit/s each way, %s\n",
+                  8 * link_fit.bandwidth, latency);
+    }
     double node_flops = 0;
     std::vector<Row> rows =
         predicted_rows(world, runs, precision, nodes, link_fit, link_bps, node_flops);

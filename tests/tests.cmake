@@ -51,6 +51,7 @@ trident_mpi_test(checkpoint RANKS 1 2 4 8 TIMEOUT 600 SOURCES test_checkpoint.cp
 trident_mpi_test(checkpoint_fuzz RANKS 1 TIMEOUT 120 SOURCES test_checkpoint_fuzz.cpp)
 include(cli/cli.cmake)
 include(cli/llama.cmake)
+include(tour/tour.cmake)
 include(cli/inference.cmake)
 trident_mpi_test(parity_precision RANKS 8 TIMEOUT 300 SOURCES test_parity_precision.cpp)
 trident_mpi_test(tp_layers RANKS 2 4 TIMEOUT 300 SOURCES test_tp_layers.cpp)

@@ -7,7 +7,8 @@
 //               reduce_scatter ..................... the full input (group size * shard)
 //               all_gather ......................... the full output (group size * shard)
 //               send / recv ........................ the message
-//    Algorithmic factors such as the ring's 2(n-1)/n are formulas applied on top, never counted.
+//    Algorithmic factors such as the ring's 2(n-1)/n are formulas applied on top, never counted
+//    (wire_bytes, below: what a rank sends).
 //    The ZeRO paper's "communication volume" of an all-reduce of Psi elements is 2 Psi, of a
 //    reduce-scatter or all-gather Psi (Rajbhandari et al. 2020, §7): see paper_volume().
 //  - seconds: wall time spent inside the call and inside its wait.
@@ -79,6 +80,31 @@ struct CommCounts {
     return v;
   }
 };
+
+// What a rank of a group of n puts on the wire for a counted buffer of `bytes`, with the
+// bandwidth-optimal algorithms (a ring, or recursive halving and doubling: Thakur et al. 2005):
+// all-reduce 2(n-1)/n of it (a reduce-scatter then an all-gather), reduce-scatter, all-gather,
+// broadcast and reduce (n-1)/n, a send all of it, a receive nothing.
+inline double wire_bytes(CommOp op, int n, double bytes) {
+  const double share = n > 1 ? double(n - 1) / n : 0;
+  switch (op) {
+    case CommOp::all_reduce:
+      return 2 * share * bytes;
+    case CommOp::send:
+      return bytes;
+    case CommOp::recv:
+    case CommOp::barrier:
+      return 0;
+    default:
+      return share * bytes;
+  }
+}
+inline double wire_bytes(const CommCounts& c) {
+  double sum = 0;
+  for (int i = 0; i < kCommOps; ++i)
+    sum += wire_bytes(static_cast<CommOp>(i), c.group_size, double(c.ops[i].bytes));
+  return sum;
+}
 
 class CommStats {
  public:

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -25,7 +26,7 @@ namespace trident {
 
 // What the flags set besides TrainOptions (turned into options by apply_run_options).
 struct RunFlags {
-  int steps = 300, threads = 0, log_every = 1;
+  int steps = 300, threads = 0, log_every = 25;
   double timeout = wait_tuning().timeout_seconds;  // TRIDENT_TIMEOUT or 600
   std::string device = "cpu", dtype = "float", precision = "fp32", data = default_corpus(),
               schedule = "1f1b";
@@ -140,7 +141,10 @@ inline void add_run_options(cli::App& app, TrainOptions& o, RunFlags& f, unsigne
                  "mod n)")
       ->capture_default_str();
   app.add_option("--threads", f.threads, "threads per rank (default: cores / ranks on the node)");
-  app.add_option("--log-every", f.log_every, "steps between progress lines");
+  app.add_option("--log-every", f.log_every,
+                 "steps between progress lines (the last step, skipped steps and gradient-norm "
+                 "spikes are always printed)")
+      ->capture_default_str();
   app.add_option("--timeout", f.timeout,
                  "seconds any wait may last before the watchdog reports the hang and ends the "
                  "job (default: TRIDENT_TIMEOUT, else 600)")
@@ -151,11 +155,40 @@ inline void add_run_options(cli::App& app, TrainOptions& o, RunFlags& f, unsigne
   detail::add_zero_options(app, o, f);
 }
 
-// The progress line of step s: loss, gradient norm, learning rate, throughput, time so far.
-inline void print_step(int s, const StepResult& r, double tokens, double elapsed) {
-  std::printf("step %5d | loss %.6f | norm %.4f | lr %.2e | %8.0f tokens/s | %7.1f s%s\n", s,
+// The progress lines' legend, printed once above them.
+inline void print_step_legend(double clip) {
+  std::printf(
+      "(loss: the global batch's mean cross-entropy, nats per token; norm: the global gradient\n"
+      " norm before clipping to %g; lr: this step's learning rate; tokens/s: this step; s: so "
+      "far)\n",
+      clip);
+}
+
+// The progress line of step s: loss, gradient norm, learning rate, throughput, time so far;
+// `spike`: the norm is far above the run's typical (gradient_spike), explained the first time.
+inline void print_step(int s, const StepResult& r, double tokens, double elapsed,
+                       bool spike = false, double clip = 0) {
+  static bool explained = false;
+  std::printf("step %5d | loss %.6f | norm %.4f | lr %.2e | %8.0f tokens/s | %7.1f s%s%s\n", s,
               r.loss, r.grad_norm, r.lr, tokens / r.seconds, elapsed,
-              r.skipped ? " | skipped: not finite" : "");
+              r.skipped ? " | skipped: not finite" : "", spike ? " | spike" : "");
+  if (spike && !explained && clip > 0)
+    std::printf(
+        "  spike: the gradient norm is over 5x the recent median (a batch, or the weights after\n"
+        "  the last update, far from the typical). Clipping scaled this step's gradient to norm\n"
+        "  %g before AdamW, which bounds how far one step moves the weights; the next lines show\n"
+        "  whether the loss returns to its trend.\n",
+        clip);
+  explained = explained || (spike && clip > 0);
+}
+
+// Whether `norm` is a spike: over 5x the median of the (up to 50) norms before it, given 5.
+inline bool gradient_spike(const std::vector<double>& before, double norm) {
+  if (before.size() < 5 || !std::isfinite(norm)) return false;
+  std::vector<double> last(before.end() - std::min<std::ptrdiff_t>(before.size(), 50),
+                           before.end());
+  std::nth_element(last.begin(), last.begin() + last.size() / 2, last.end());
+  return norm > 5 * last[last.size() / 2];
 }
 
 // After parsing: the flags into the options (the learning-rate schedule: warmup over the first

@@ -77,6 +77,7 @@ struct ProgramFlags {
 struct TrainHistory {
   int first = 0, last = 0;                 // steps [first, last) run by this process
   std::vector<double> losses, val_losses;  // val_losses[k]: held-out, after val_steps[k] steps
+  std::vector<double> norms;               // the finite gradient norms so far
   std::vector<int> val_steps;
   std::vector<int> skipped;  // steps skipped for a non-finite loss or gradient norm
   std::vector<StepResult> measured;
@@ -103,12 +104,12 @@ void start(const Comm& world, const P& p, Tr& t, const ProgramFlags& f, const To
   using B = typename Tr::Backend;
   if (world.rank() != 0) return;
   std::printf(
-      "trident %s: %s | %lld parameters (%s) | batch %d x %d tokens, %d microbatches | %s%s, "
-      "ZeRO-%d, %s/%s | data %s | device %s, collectives %s\n",
+      "trident %s: %s | %lld parameters (%s)\n  batch %d x %d tokens, %d microbatches | %s%s, "
+      "ZeRO-%d, %s/%s | device %s, collectives %s\n  data %s\n",
       P::kName, t.mesh().to_string().c_str(), p.parameter_count(), p.shape().c_str(), o.batch,
       t.model().seq(), o.microbatches, pp::to_string(o.schedule), o.sequence_parallel ? ", SP" : "",
-      o.zero.stage, f.run.dtype.c_str(), f.run.precision.c_str(), data.name().c_str(),
-      B::device_name().c_str(), backend::to_string(t.device_mesh().path()));
+      o.zero.stage, f.run.dtype.c_str(), f.run.precision.c_str(), B::device_name().c_str(),
+      backend::to_string(t.device_mesh().path()), data.name().c_str());
   if (!t.pipeline_note().empty())
     std::printf("pipeline messages: host staging, not NCCL: %s\n", t.pipeline_note().c_str());
 }
@@ -129,8 +130,11 @@ void run_steps(const Comm& world, Tr& t, const ProgramFlags& f, TokenSource& dat
     if (r.skipped) h.skipped.push_back(s);
     elapsed += r.seconds;
     if (s > h.first) h.measured.push_back(r);
-    if (world.rank() == 0 && (s % f.run.log_every == 0 || s == h.last - 1))
-      print_step(s, r, tokens, elapsed);
+    const bool spike = gradient_spike(h.norms, r.grad_norm);
+    if (std::isfinite(r.grad_norm)) h.norms.push_back(r.grad_norm);
+    if (world.rank() == 0 && s == h.first) print_step_legend(t.options().optimizer.clip);
+    if (world.rank() == 0 && (s % f.run.log_every == 0 || s == h.last - 1 || r.skipped || spike))
+      print_step(s, r, tokens, elapsed, spike, t.options().optimizer.clip);
     const int every = f.inference.eval_every;
     if (every > 0 && ((s + 1) % every == 0 || s == h.last - 1)) {
       h.val_losses.push_back(evaluate(t, *held_out, f.inference.eval_batches));

@@ -1,0 +1,34 @@
+# The tour's figures are the programs' figures (examples/README.md, "no stale figure"): each
+# figure below is quoted by the tour and printed by the command the tour runs (shortened where
+# the figure does not depend on it: the report's bytes and memory do not depend on the steps).
+# Timings are not checked: the tour quotes them as ranges with the machine and its load.
+if(NOT TRIDENT_BUILD_EXAMPLES)
+  return()
+endif()
+function(tour_figures name)
+  cmake_parse_arguments(T "" "RANKS;TIMEOUT" "COMMAND;FIGURES" ${ARGN})
+  set(cmd ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${T_RANKS} ${T_COMMAND})
+  string(REPLACE ";" "|" cmd "${cmd}")
+  string(REPLACE ";" "|" figures "${T_FIGURES}")
+  add_test(NAME tour.${name} COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${cmd}" "-DFIGURES=${figures}"
+           -DDOC=${PROJECT_SOURCE_DIR}/examples/README.md
+           -P ${CMAKE_CURRENT_SOURCE_DIR}/tour/check_figures.cmake)
+  math(EXPR timeout "${T_TIMEOUT} * ${TRIDENT_TEST_TIMEOUT_FACTOR}")
+  set_tests_properties(tour.${name} PROPERTIES TIMEOUT ${timeout} PROCESSORS ${T_RANKS}
+                       ENVIRONMENT "OMP_NUM_THREADS=1")
+endfunction()
+
+# §1, the flagship's report (the GPL text, as the tour runs it)
+tour_figures(flagship RANKS 8 TIMEOUT 300
+  COMMAND $<TARGET_FILE:train_gpt> --tp 2 --pp 2 --dp 2 --zero 1 --schedule 1f1b --steps 3
+  FIGURES "834304 parameters" "4Ψ + 4Ψ + 8Ψ/Nd" "Ψ = 223,616 on ranks 0-3 -> 2.559 MiB"
+          "1.706" "0.853" "(p-1)/(m+p-1) = 1/5 = 0.200")
+# §5 and §11: zero_vs_3d's memory, bytes, GPT-3 figures and the answer's deterministic columns
+tour_figures(zero_vs_3d RANKS 8 TIMEOUT 900
+  COMMAND $<TARGET_FILE:zero_vs_3d> --steps 1 --svg-dir ${CMAKE_CURRENT_BINARY_DIR}
+  FIGURES "14.1 MiB" "against 29.0" "44.5 MiB" "27.0" "88.6 MiB" "2.2x the" "41.1"
+          "2098 GB per GPU per step" "115 s against 38 s" "477 GB per GPU per step"
+          "ZeRO-3 DP8 MiB 14.1 44.5 58.6 88.6"
+          "ZeRO-3 DP1024 GB 2.7 6.7 9.4 2097.8 867.8 115.21"
+          "TP8-PP16-DP8 ZeRO-1 best 3D GB 8.0 5.2 13.2 495.5 29.0 38.17"
+          "ZeRO-3 computes 6769 FLOP per byte")
