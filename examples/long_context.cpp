@@ -166,11 +166,12 @@ void draw_ring(const Comm& world, const NamedRun& run, const TokenSource& data,
   }
   const double t0 = line.start();  // milliseconds from the step's first block
   for (pp::Interval& i : line.intervals) i.begin = 1e3 * (i.begin - t0), i.end = 1e3 * (i.end - t0);
-  pp::write_timeline_svg(path, line,
-                         "ring attention, one step of " + run.name +
-                             ", ms: each block's computation (forward lighter, backward darker) "
-                             "and the next block in transit",
-                         "CP rank", "K,V block of rank");
+  pp::SvgOptions svg;
+  svg.row_label = "CP rank", svg.numbered = "K,V block of rank", svg.time_unit = "ms";
+  svg.caption =
+      "measured: each block's computation (F forward, B backward) and the next block "
+      "in transit";
+  pp::write_timeline_svg(path, line, "ring attention, one step of " + run.name, svg);
   std::printf("\nwrote %s: one step of %s's ring, every layer's forward and backward\n",
               path.c_str(), run.name.c_str());
 }

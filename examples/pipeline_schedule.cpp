@@ -202,7 +202,12 @@ void write_files(const Comm& world, const Flags& f, const pp::Simulation& sim) {
       const std::string title = std::string(pp::to_string(f.spec.kind)) +
                                 ": p = " + std::to_string(p) + ", m = " + std::to_string(m) +
                                 (v > 1 ? ", v = " + std::to_string(v) : "");
-      if (!f.svg.empty()) pp::write_timeline_svg(f.svg, sim.timeline, title);
+      pp::SvgOptions svg;  // simulated: stages, time in the costs' units
+      char unit[64];
+      std::snprintf(unit, sizeof unit, "in the costs' units (forward %g)", f.costs.forward);
+      svg.time_unit = unit;
+      svg.caption = "simulated (pp/simulate.hpp): every pass takes exactly its cost";
+      if (!f.svg.empty()) pp::write_timeline_svg(f.svg, sim.timeline, title, svg);
       if (!f.trace.empty()) pp::write_chrome_trace(f.trace, sim.timeline);
     } catch (const Error& e) {
       error = e.what();

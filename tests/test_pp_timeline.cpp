@@ -49,6 +49,16 @@ TEST_CASE("timeline_svg: one numbered box per compute, chunk hatching, escaped t
   CHECK(ranks.find(">rank 1</text>") != std::string::npos);
   CHECK(ranks.find(">stage 1</text>") == std::string::npos);
   CHECK(svg.find(">time</text>") != std::string::npos);
+  CHECK(svg.find(">F3</text>") != std::string::npos);  // each box says its pass and microbatch
+  CHECK(svg.find(">B3</text>") != std::string::npos);
+  CHECK(svg.find(">idle: the bubble</text>") != std::string::npos);
+  SvgOptions named;  // a run's rows, its clock in seconds drawn in ms, a caption
+  named.row_names = {"rank 0: stage 0 (tp 0, dp 0)", "rank 1: stage 1 (tp 0, dp 0)"};
+  named.time_unit = "ms", named.time_scale = 1e3, named.caption = "measured <here>";
+  const std::string run = timeline_svg(sim.timeline, "t", named);
+  CHECK(run.find(">rank 1: stage 1 (tp 0, dp 0)</text>") != std::string::npos);
+  CHECK(run.find(">time, ms</text>") != std::string::npos);
+  CHECK(run.find(">measured &lt;here&gt;</text>") != std::string::npos);
   CHECK(count(svg, "<g") == count(svg, "</g>"));
   CHECK_THROWS_WITH_AS(write_timeline_svg("/nonexistent-dir/t.svg", sim.timeline, "t"),
                        "cannot write the timeline SVG '/nonexistent-dir/t.svg'", Error);
@@ -91,6 +101,7 @@ TEST_CASE("ZB-H1's W passes: their own boxes and shade in the SVG, W<n> in the C
   CHECK(count(svg, "<g class=\"backward\">") == 4 * 8);
   CHECK(count(svg, "<g class=\"weight\">") == 4 * 8);
   CHECK(count(svg, "W: weight gradient") == 1);
+  CHECK(svg.find(">W3</text>") != std::string::npos);
   // microbatch 3's three boxes in three different colours
   const std::string f = detail::box_colour(3, IntervalKind::forward),
                     b = detail::box_colour(3, IntervalKind::backward),

@@ -29,6 +29,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../mesh/topology.hpp"
@@ -204,6 +205,27 @@ void print_closing(const Tr& t, const ProgramFlags& f, const TrainHistory& h, co
         tokens_as_text(x.sampled, t.model().vocab()).c_str());
 }
 
+// How a run's timeline is drawn: each row named by its rank, pipeline stage and TP (CP) DP
+// coordinates (rank = tp + TP (cp + CP (dp + DP pp))), time in ms, captioned as measured.
+inline pp::SvgOptions measured_svg(const MeshShape& m, const pp::Timeline& timeline) {
+  pp::SvgOptions o;
+  for (int r = 0; r < timeline.ranks; ++r) {
+    const int tp = r % m.tp, cp = r / m.tp % m.cp, dp = r / (m.tp * m.cp) % m.dp,
+              pp = r / (m.tp * m.cp * m.dp);
+    o.row_names.push_back("rank " + std::to_string(r) + ": stage " + std::to_string(pp) + " (tp " +
+                          std::to_string(tp) + (m.cp > 1 ? ", cp " + std::to_string(cp) : "") +
+                          ", dp " + std::to_string(dp) + ")");
+  }
+  o.time_unit = "ms", o.time_scale = 1e3;
+  const unsigned threads = std::thread::hardware_concurrency();
+  o.caption = "measured: " + std::to_string(timeline.ranks) + " ranks on " +
+              std::to_string(threads) + " hardware threads" +
+              (unsigned(timeline.ranks) > threads
+                   ? "; shared cores: a rank that waits still takes time its neighbours need"
+                   : "");
+  return o;
+}
+
 // Rank 0's files: --trace, --svg, --json.
 template <class P, class Tr>
 void write_outputs(const Comm& world, const P& p, const Tr& t, const ProgramFlags& f,
@@ -215,7 +237,8 @@ void write_outputs(const Comm& world, const P& p, const Tr& t, const ProgramFlag
   if (!f.trace.empty()) pp::write_chrome_trace(f.trace, timeline, names);
   if (!f.svg.empty())
     pp::write_timeline_svg(f.svg, timeline,
-                           std::string(P::kName) + ", last step, " + t.mesh().to_string(), "rank");
+                           std::string(P::kName) + ", last step, " + t.mesh().to_string(),
+                           program_detail::measured_svg(t.options().mesh, timeline));
   if (f.run.json.empty()) return;
   nlohmann::json j = run_json(t.options(), f.run, data.name(), h.losses, h.first, x.tokens_per_s,
                               h.skipped, x.report);

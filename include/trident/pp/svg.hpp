@@ -1,12 +1,14 @@
 // trident/pp/svg.hpp: a Timeline drawn as the pipeline figures of the GPipe and Megatron-LM papers.
 //
-// Ranks are rows, time runs left to right. Each forward and backward pass is a box numbered with
-// its microbatch and coloured by it: forward lighter, backward darker; zero-bubble schedules' W
-// (weight gradients) in a greyer middle shade of the same hue. For interleaved schedules,
-// chunk c > 0 is hatched (one hatch direction per chunk). Time spent receiving a message in
-// transit is a thin grey bar at the bottom of the row; the blank rest of a row is the bubble.
-// Below: a time axis and a legend. The plot is 960 px wide, wider (up to 4800) when the shortest
-// box would be under ~20 px. Plain text SVG; every box carries a <title> tooltip.
+// Ranks are rows, time runs left to right. Each forward and backward pass is a box labelled with
+// its pass and microbatch (F3, B3; zero-bubble schedules' weight-gradient pass W3) and coloured by
+// the microbatch: forward lighter, backward darker, W a greyer middle shade of the same hue. For
+// interleaved schedules, chunk c > 0 is hatched (one hatch direction per chunk). Time spent
+// receiving a message in transit is a thin grey bar at the bottom of the row; the pale rest of a
+// row is the bubble (idle), named in the legend. Rows may be named (a run's: rank, stage and
+// TP/DP coordinates), the time axis carries its unit, and a caption may say how it was measured.
+// The plot is 960 px wide, wider (up to 4800) when the shortest box would be under ~20 px. Plain
+// text SVG; every box carries a <title> tooltip.
 #pragma once
 
 #include <algorithm>
@@ -15,11 +17,22 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "../core/error.hpp"
 #include "timeline.hpp"
 
 namespace trident::pp {
+
+// How a timeline is drawn: what its rows and boxes are called, its time unit, a caption.
+struct SvgOptions {
+  std::string row_label = "stage";      // rows are "stage r" ("rank r" for a run's ranks)
+  std::string numbered = "microbatch";  // what a box's number counts
+  std::vector<std::string> row_names;   // instead of "row_label r", one per row
+  std::string time_unit;                // the axis' label, "time, <unit>" ("time" if empty)
+  double time_scale = 1;                // axis value per unit of the timeline's clock
+  std::string caption;                  // a line under the title
+};
 
 namespace detail {
 
@@ -94,7 +107,10 @@ inline void draw_box(std::ostringstream& svg, const Interval& s, const std::stri
   if (s.chunk > 0)
     svg << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << w << "\" height=\"" << h
         << "\" fill=\"url(#chunk" << s.chunk << ")\"/>";
-  const std::string label = std::to_string(s.microbatch);
+  const char pass = s.kind == IntervalKind::forward  ? 'F'
+                    : s.kind == IntervalKind::weight ? 'W'
+                                                     : 'B';
+  const std::string label = pass + std::to_string(s.microbatch);
   const double font = std::min(12.0, (w - 2) / (0.62 * label.size()));
   if (font >= 6)
     svg << "<text x=\"" << x + w / 2 << "\" y=\"" << y + h / 2 + font * 0.35 << "\" font-size=\""
@@ -111,7 +127,10 @@ struct SvgLayout {
   double t0 = 0, span = 1, plot = 960, scale = 1, width = 0, axis = 0, legend = 0, height = 0;
   static constexpr int per_line = 40;  // microbatch swatches per legend line
 
-  explicit SvgLayout(const Timeline& timeline) {
+  explicit SvgLayout(const Timeline& timeline, const SvgOptions& o) {
+    numbered = o.numbered;
+    for (const std::string& name : o.row_names) left = std::max(left, 16 + 7.0 * name.size());
+    if (!o.caption.empty()) top += 18;
     double shortest = 0;  // the shortest compute span, to be drawn at least ~20 px wide
     for (const Interval& s : timeline.intervals) {
       chunks = std::max(chunks, s.chunk + 1);
@@ -145,14 +164,23 @@ inline void draw_header(std::ostringstream& svg, const SvgLayout& l, const std::
       << "<text x=\"" << l.left << "\" y=\"26\" font-size=\"16\" font-weight=\"bold\">"
       << xml_escape(title) << "</text>\n";
 }
+inline void draw_caption(std::ostringstream& svg, const SvgLayout& l, const std::string& caption) {
+  if (!caption.empty())
+    svg << "<text x=\"" << l.left << "\" y=\"46\" font-size=\"12\" fill=\"#444444\">"
+        << xml_escape(caption) << "</text>\n";
+}
 
 // The rows, with the bubble as their pale background, then every interval on them.
 inline void draw_rows(std::ostringstream& svg, const SvgLayout& l, const Timeline& timeline,
-                      const std::string& row_label) {
+                      const SvgOptions& o) {
+  const std::string& row_label = o.row_label;
   for (int r = 0; r < timeline.ranks; ++r) {
     const double y = l.y(r);
+    const std::string name = std::size_t(r) < o.row_names.size()
+                                 ? o.row_names[std::size_t(r)]
+                                 : row_label + ' ' + std::to_string(r);
     svg << "<text x=\"" << l.left - 8 << "\" y=\"" << y + l.row / 2 + 4
-        << "\" font-size=\"12\" text-anchor=\"end\">" << row_label << ' ' << r << "</text>\n"
+        << "\" font-size=\"12\" text-anchor=\"end\">" << xml_escape(name) << "</text>\n"
         << "<rect x=\"" << l.left << "\" y=\"" << y << "\" width=\"" << l.plot << "\" height=\""
         << l.row << "\" fill=\"#f2f2f2\"/>\n";
   }
@@ -168,7 +196,7 @@ inline void draw_rows(std::ostringstream& svg, const SvgLayout& l, const Timelin
   }
 }
 
-inline void draw_time_axis(std::ostringstream& svg, const SvgLayout& l) {
+inline void draw_time_axis(std::ostringstream& svg, const SvgLayout& l, const SvgOptions& o) {
   svg << "<line x1=\"" << l.left << "\" y1=\"" << l.axis << "\" x2=\"" << l.left + l.plot
       << "\" y2=\"" << l.axis << "\" stroke=\"#000\"/>\n";
   const double step = tick_step(l.span);
@@ -176,10 +204,12 @@ inline void draw_time_axis(std::ostringstream& svg, const SvgLayout& l) {
     const double x = l.left + i * step * l.scale;
     svg << "<line x1=\"" << x << "\" y1=\"" << l.axis << "\" x2=\"" << x << "\" y2=\"" << l.axis + 5
         << "\" stroke=\"#000\"/><text x=\"" << x << "\" y=\"" << l.axis + 18
-        << "\" font-size=\"11\" text-anchor=\"middle\">" << number(i * step) << "</text>\n";
+        << "\" font-size=\"11\" text-anchor=\"middle\">" << number(i * step * o.time_scale)
+        << "</text>\n";
   }
   svg << "<text x=\"" << l.left + l.plot << "\" y=\"" << l.axis + 32
-      << "\" font-size=\"11\" text-anchor=\"end\">time</text>\n";
+      << "\" font-size=\"11\" text-anchor=\"end\">"
+      << (o.time_unit.empty() ? "time" : "time, " + xml_escape(o.time_unit)) << "</text>\n";
 }
 
 template <class Pred>
@@ -201,11 +231,12 @@ inline void draw_legend(std::ostringstream& svg, const SvgLayout& l, const Timel
         << "</text>\n";
     x += 30 + 7 * text.size();
   };
-  item(box_colour(0, IntervalKind::forward), "", "forward (lighter)");
+  item("#f2f2f2", "", "idle: the bubble");
+  item(box_colour(0, IntervalKind::forward), "", "F: forward (lighter)");
   const bool split =
       any_interval(timeline, [](const Interval& s) { return s.kind == IntervalKind::weight; });
   item(box_colour(0, IntervalKind::backward), "",
-       split ? "B: input gradient (darker)" : "backward (darker)");
+       split ? "B: input gradient (darker)" : "B: backward (darker)");
   if (split) item(box_colour(0, IntervalKind::weight), "", "W: weight gradient (greyer)");
   for (int c = 0; c < l.chunks && l.chunks > 1; ++c)
     item("#dddddd", c ? "url(#chunk" + std::to_string(c) + ")" : "", "chunk " + std::to_string(c));
@@ -227,31 +258,44 @@ inline void draw_legend(std::ostringstream& svg, const SvgLayout& l, const Timel
 
 }  // namespace detail
 
+inline std::string timeline_svg(const Timeline& timeline, const std::string& title,
+                                const SvgOptions& options) {
+  detail::SvgLayout layout(timeline, options);
+  std::ostringstream svg;
+  svg.setf(std::ios::fixed);
+  svg.precision(2);
+  detail::draw_header(svg, layout, title);
+  detail::draw_caption(svg, layout, options.caption);
+  detail::draw_rows(svg, layout, timeline, options);
+  detail::draw_time_axis(svg, layout, options);
+  detail::draw_legend(svg, layout, timeline);
+  svg << "</svg>\n";
+  return svg.str();
+}
 // Rows are named `row_label` r: "stage" for a simulated pipeline, "rank" for a run's ranks; a
 // box's number counts `numbered` (microbatches, or the ring's blocks).
 inline std::string timeline_svg(const Timeline& timeline, const std::string& title,
                                 const std::string& row_label = "stage",
                                 const std::string& numbered = "microbatch") {
-  detail::SvgLayout layout(timeline);
-  layout.numbered = numbered;
-  std::ostringstream svg;
-  svg.setf(std::ios::fixed);
-  svg.precision(2);
-  detail::draw_header(svg, layout, title);
-  detail::draw_rows(svg, layout, timeline, row_label);
-  detail::draw_time_axis(svg, layout);
-  detail::draw_legend(svg, layout, timeline);
-  svg << "</svg>\n";
-  return svg.str();
+  SvgOptions o;
+  o.row_label = row_label, o.numbered = numbered;
+  return timeline_svg(timeline, title, o);
 }
 
-// Writes timeline_svg(timeline, title) to `path`; trident::Error naming the file if it cannot.
+// Writes timeline_svg(timeline, title, options) to `path`; trident::Error naming the file if it
+// cannot.
+inline void write_timeline_svg(const std::string& path, const Timeline& timeline,
+                               const std::string& title, const SvgOptions& options) {
+  std::ofstream out(path);
+  if (out) out << timeline_svg(timeline, title, options);
+  require(static_cast<bool>(out), "cannot write the timeline SVG '" + path + "'");
+}
 inline void write_timeline_svg(const std::string& path, const Timeline& timeline,
                                const std::string& title, const std::string& row_label = "stage",
                                const std::string& numbered = "microbatch") {
-  std::ofstream out(path);
-  if (out) out << timeline_svg(timeline, title, row_label, numbered);
-  require(static_cast<bool>(out), "cannot write the timeline SVG '" + path + "'");
+  SvgOptions o;
+  o.row_label = row_label, o.numbered = numbered;
+  write_timeline_svg(path, timeline, title, o);
 }
 
 }  // namespace trident::pp

@@ -223,8 +223,8 @@ inline void print_resident(const RunReport& r) {
       "  blocks kept for reuse (at most buffers max); peak RSS: getrusage (buffers, code, MPI)\n");
 }
 
-// Traffic in the two conventions: the counted buffers (the papers': each call's whole buffer,
-// core/stats.hpp) next to the formula, then the bytes those calls put on the wire.
+// Traffic in the papers' convention: the counted buffers (each call's whole buffer,
+// core/stats.hpp) next to the formula.
 inline void print_traffic(const RunReport& r, const TrainOptions& o) {
   const double MiB = 1024.0 * 1024.0;
   std::printf(
@@ -249,6 +249,11 @@ inline void print_traffic(const RunReport& r, const TrainOptions& o) {
   if (!r.ranks.empty())
     std::printf("b·s·h, the activation of one microbatch: %.1f KiB; m = %d microbatches\n",
                 r.ranks[0].activation / 1024, o.microbatches);
+}
+
+// What the counted buffers put on the wire (core/stats.hpp's wire_bytes).
+inline void print_wire(const RunReport& r, const TrainOptions& o) {
+  const double MiB = 1024.0 * 1024.0;
   std::printf("\non the wire, MiB a rank sends per step (core/stats.hpp's wire_bytes)\n");
   std::printf("%5s %10s %10s %10s %10s\n", "rank", "TP", "PP", o.mesh.cp > 1 ? "DPxCP" : "DP",
               "tied emb");
@@ -265,11 +270,31 @@ inline void print_traffic(const RunReport& r, const TrainOptions& o) {
 
 }  // namespace report_detail
 
+// The TP formula's form and inputs (train/formulas.hpp), from the model's declaration.
+template <class M>
+void print_tp_formula(const TrainOptions& o) {
+  if constexpr (declares_tp_collectives<M>::value) {
+    if (o.mesh.tp == 1) return;
+    constexpr TpCollectives k = M::kTpCollectives;
+    const int calls = k.per_layer + (o.recompute == Recompute::full ? k.recomputed : 0);
+    std::printf(
+        "TP formula: %d calls of b·s·h per layer and microbatch (kTpCollectives%s) x the\n"
+        "  stage's layers x m%s\n%s",
+        calls, o.recompute == Recompute::full ? ", recomputed" : "",
+        k.vocab_parallel_ends ? ", + the embedding's and the head's b·s·h and the loss's 3·b·s"
+                              : "",
+        o.sequence_parallel ? "  under SP: each as an all-gather and a reduce-scatter of it\n"
+                            : "");
+  }
+}
+
 template <class M>
 void print_report(const RunReport& r, const M& model, const TrainOptions& o) {
   report_detail::print_memory(r, o);
   report_detail::print_resident(r);
   report_detail::print_traffic(r, o);
+  print_tp_formula<M>(o);
+  report_detail::print_wire(r, o);
   if (o.mesh.cp > 1) print_context_parallel(r, o);
   if (o.mesh.pp > 1) {
     print_stage_balance(r, model, o);
