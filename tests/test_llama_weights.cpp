@@ -69,7 +69,8 @@ HfTensors to_hugging_face(const NamedTensors<double>& p, const llama::Config& c)
 
 }  // namespace
 
-TEST_CASE("llama: a Hugging Face checkpoint loads on TP2 and on DP2 ZeRO-3; saved, it is the same") {
+TEST_CASE(
+    "llama: a Hugging Face checkpoint loads on TP2 and on DP2 ZeRO-3; saved, it is the same") {
   TRIDENT_RANKS(2, comm);
   const llama::Config c = hf_model();
   const TokenSource data = TokenSource::synthetic(c.vocab);

@@ -29,8 +29,8 @@ template <class M, class = void>
 struct declares_file_layout : std::false_type {};
 template <class M>
 struct declares_file_layout<
-    M, std::void_t<decltype(std::declval<const M&>().file_tensors(ParamSpec{}))>>
-    : std::true_type {};
+    M, std::void_t<decltype(std::declval<const M&>().file_tensors(ParamSpec{}))>> : std::true_type {
+};
 
 // The file tensors parameter p is stored as (checked: pieces divide the columns, only a
 // matrix is transposed).

@@ -279,8 +279,8 @@ class DecoderStage {
       const std::size_t held = memory_stats().current(MemoryKind::activations);
       block_.forward(st.blocks[l], out, params_.use(k, 1)[0], spec_.halves(l));
       if (keep && spec_.halves(l) == nn::BlockHalves::both)  // its input x, and what it added
-        layer_activation_bytes_ = double(memory_stats().current(MemoryKind::activations) - held +
-                                         size * sizeof(T));
+        layer_activation_bytes_ =
+            double(memory_stats().current(MemoryKind::activations) - held + size * sizeof(T));
       params_.release(k, 1), ++k;
       if (!keep)
         st.blocks[l] = typename Block::Activations{};

@@ -53,7 +53,8 @@ class Model : public DecoderModel<Model, Config, Embedding, Block, Head> {
     const double s = double(c_.seq) / run.cp, N = run.rows * s, C = c_.hidden, t = run.tp;
     const double n = run.sequence_parallel ? N / t : N, D = c_.head_size();
     return 2 * n * C + 2 * n + 2 * N * C + N * (c_.heads + 2.0 * c_.kv_heads) / t * D +
-           N * c_.heads / t * D + 3 * N * c_.ffn() / t + double(run.rows) * (c_.heads / t) * s * c_.seq;
+           N * c_.heads / t * D + 3 * N * c_.ffn() / t +
+           double(run.rows) * (c_.heads / t) * s * c_.seq;
   }
 
   void validate(const ModelRun& run) const {
