@@ -20,7 +20,9 @@
 # TRIDENT_LINK_DELAY_S; at the end each node's bytes through its wire are printed. It also gets
 # TRIDENT_EXIT_WITHOUT_FINALIZE: UCX 1.13's TCP transport (Debian 12's MPICH) often hangs in
 # MPI_Finalize after traffic over a shaped link (openucx/ucx#8738), so trident's programs leave
-# after a barrier instead (core/environment.hpp).
+# after a barrier instead, telling hydra they have finished as MPI_Finalize would (without that,
+# hydra killed the ranks still leaving with signal 9: core/environment.hpp's leave;
+# tests/cluster_exit.cmake runs 10 in a row).
 #
 # Exit status: the program's; 124 when it ran past --timeout; 77 when this machine cannot build
 # the cluster (not root, no network namespaces, no tc or htb): CTest's SKIP_RETURN_CODE.

@@ -3,6 +3,9 @@
 // one node, and on 2 nodes joined by a slow link.
 #pragma once
 
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -12,6 +15,42 @@
 #include <trident/train/report.hpp>
 
 namespace trident::examples {
+
+// printf's text, each of its lines wrapped at spaces to at most 100 characters (a word longer
+// than that stays whole; an indented line's continuations indented 2 more): the prose and legends
+// around the examples' tables.
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2)))
+#endif
+inline void
+print_wrapped(const char* format, ...) {
+  std::va_list args, again;
+  va_start(args, format);
+  va_copy(again, args);
+  std::string text(std::size_t(std::vsnprintf(nullptr, 0, format, args)), ' ');
+  va_end(args);
+  std::vsnprintf(&text[0], text.size() + 1, format, again);
+  va_end(again);
+  constexpr std::size_t width = 100;
+  std::string out;
+  for (std::size_t start = 0;;) {  // each line of the text, greedily cut at spaces
+    const std::size_t end = std::min(text.find('\n', start), text.size());
+    std::string line = text.substr(start, end - start);
+    const std::size_t indent = line.find_first_not_of(' ');  // kept, +2, on the lines it wraps to
+    const std::string more(indent == std::string::npos || indent == 0 ? 0 : indent + 2, ' ');
+    while (line.size() > width) {
+      std::size_t cut = line.rfind(' ', width);
+      if (cut == std::string::npos || cut <= more.size()) cut = line.find(' ', width);
+      if (cut == std::string::npos) break;
+      out += line.substr(0, cut) + '\n';
+      line = more + line.substr(cut + 1);
+    }
+    out += line;
+    if (end == text.size()) break;
+    out += '\n', start = end + 1;
+  }
+  std::fputs(out.c_str(), stdout);
+}
 
 struct NamedRun {
   std::string name;  // "ZeRO-3 DP8"

@@ -11,6 +11,8 @@
 #include <trident/costmodel/predict.hpp>
 #include <trident/models/gpt2/gpt2.hpp>
 
+#include "comparison.hpp"
+
 namespace trident::examples {
 
 using namespace trident::costmodel;
@@ -31,7 +33,7 @@ inline StagePrediction largest_of_stages(const Prediction& p) {
 }
 
 inline void print_gpt3_header(const ModelSpec& m, const ClusterSpec& cluster, int batch) {
-  std::printf(
+  print_wrapped(
       "\nThe same formulas for %s (%.4g parameters) on %d A100s, %d per node (%.0f GB/s inside a "
       "node, %.0f between), global batch %d, b = 1, full recomputation, 2+2+12 bytes per "
       "parameter, 16-bit activations; GEMMs at %.0f%% of %.0f TFLOP/s. Bytes as CommStats counts "
@@ -91,7 +93,7 @@ inline void print_gpt3() {
   const StagePrediction& best = mosts[1];
   const double tp_inside = best.seconds.tp;
   const double tp_across = tp_inside * cluster.intra_node_bw / cluster.inter_node_bw;
-  std::printf(
+  print_wrapped(
       "\nTP's all-reduces move %.0f GB per GPU per step: %.1f s over NVLink inside a node, %.0f s "
       "if the same group crossed nodes (as TP16 does). PP sends only %.1f GB per GPU per step "
       "across nodes (%.2f s); its price is the bubble, %.1f%%. Pure ZeRO-3 gathers and "

@@ -207,6 +207,7 @@ void write_files(const Comm& world, const Flags& f, const pp::Simulation& sim) {
       std::snprintf(unit, sizeof unit, "in the costs' units (forward %g)", f.costs.forward);
       svg.time_unit = unit;
       svg.caption = "simulated (pp/simulate.hpp): every pass takes exactly its cost";
+      svg.in_flight = true;  // GPipe holds m microbatches, 1F1B at most p - s: the memory side
       if (!f.svg.empty()) pp::write_timeline_svg(f.svg, sim.timeline, title, svg);
       if (!f.trace.empty()) pp::write_chrome_trace(f.trace, sim.timeline);
     } catch (const Error& e) {

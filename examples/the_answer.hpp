@@ -19,6 +19,7 @@
 
 #include <trident/costmodel/inter_node.hpp>
 #include <trident/costmodel/measured.hpp>
+#include <trident/io/bar_chart_svg.hpp>
 
 #include "comparison.hpp"
 
@@ -31,12 +32,14 @@ struct AnswerRow {
   double states = 0, activations = 0;  // bytes, the most loaded rank
   double sent = 0;    // bytes per step, the most sending rank, buffers (the report's convention)
   double across = 0;  // bytes per step a rank sends across nodes, on the wire (mean); -1: 1 node
-  double flops = 0;   // GEMM FLOPs per step of a rank (the busiest stage)
+  AxisFigures wire{}, wire_across{};  // bytes per step a rank sends on the wire by axis (mean): all
+                                      // of them, and those across nodes
+  double flops = 0;                   // GEMM FLOPs per step of a rank (the busiest stage)
   double step_s = 0;
 };
 
 struct AnswerScale {
-  std::string name, how;
+  std::string name, how, label;   // label: the name in a few words, under the picture's bars
   double unit = 1;                // bytes of the unit below
   const char* unit_name = "";     // "MiB", "GB"
   int batch = 0;                  // sequences per step: what pure DP can spread over
@@ -45,12 +48,29 @@ struct AnswerScale {
   AnswerRow zero3, best;
 };
 
-inline AnswerScale answer_scale(std::string name, std::string how, double unit,
+inline AnswerScale answer_scale(std::string name, std::string label, std::string how, double unit,
                                 const char* unit_name, int batch) {
   AnswerScale a;
-  a.name = std::move(name), a.how = std::move(how), a.unit = unit, a.unit_name = unit_name;
+  a.name = std::move(name), a.label = std::move(label), a.how = std::move(how);
+  a.unit = unit, a.unit_name = unit_name;
   a.batch = batch;
   return a;
+}
+
+// Row r's bytes on the wire by axis, per rank per step (the mean), as MPICH's algorithms move
+// the bytes of `ranks`' formulas (costmodel/inter_node.hpp): between any two ranks (every rank
+// its own node), and between the nodes of `nodes`.
+inline void wire_by_axis(AnswerRow& r, const gpt2::Options& o,
+                         const std::vector<RankFigures>& ranks, const Precision& precision,
+                         const InterNode& nodes) {
+  const double n = double(o.mesh.product());
+  auto per_rank = [n](AxisFigures x) {
+    for (double* v : {&x.tp, &x.pp, &x.dp, &x.emb, &x.cp}) *v /= n;
+    return x;
+  };
+  r.wire = per_rank(inter_node_bytes(o, ranks, precision, InterNode{1}));
+  r.wire_across = per_rank(inter_node_bytes(o, ranks, precision, nodes));
+  r.across = r.wire_across.total();
 }
 
 // A predicted run as a row; across: priced by costmodel/inter_node.hpp on `nodes`.
@@ -63,8 +83,7 @@ inline AnswerRow predicted_row(const std::string& name, const gpt2::Options& o, 
     r.sent = std::max(r.sent, s.bytes.total());
     r.flops = std::max(r.flops, s.flops);
   }
-  r.across = inter_node_bytes(o, predicted_ranks(o, p), precision, nodes).total() /
-             double(o.mesh.product());
+  wire_by_axis(r, o, predicted_ranks(o, p), precision, nodes);
   r.step_s = p.step_s;
   return r;
 }
@@ -75,8 +94,8 @@ inline AnswerRow predicted_row(const std::string& name, const gpt2::Options& o, 
 inline AnswerScale cluster_scale(const Comm& world, const Precision& precision) {
   const double link = 100e6 / 8;  // bytes/s each way
   const InterNode nodes{4};
-  AnswerScale a = answer_scale("2 nodes x 4 ranks, 100 Mbit/s", "predicted", 1024.0 * 1024.0, "MiB",
-                               kClusterBatch);
+  AnswerScale a = answer_scale("2 nodes x 4 ranks, 100 Mbit/s", "2 nodes", "predicted",
+                               1024.0 * 1024.0, "MiB", kClusterBatch);
   Calibration cal;
   for (const NamedRun& run : cluster_runs(cluster_model(), kClusterBatch)) {
     cal = calibrate_run(world, run.options, precision, &cal, std::size_t(256) << 10);
@@ -97,7 +116,8 @@ inline AnswerScale gpt3_scale() {
   const ClusterSpec cluster;
   const Machine a100 = cluster_machine(cluster, "DGX A100 cluster");
   const ModelSpec m = preset("gpt3-175b");
-  AnswerScale a = answer_scale("GPT-3 175B, 1024 A100s", "predicted", 1e9, "GB", 2048);
+  AnswerScale a =
+      answer_scale("GPT-3 175B, 1024 A100s", "GPT-3 175B", "predicted", 1e9, "GB", 2048);
   a.node_flop_per_byte = cluster.peak_flops * cluster.efficiency / cluster.inter_node_bw;
   const InterNode nodes{cluster.gpus_per_node};
   for (const auto& [name, mesh, zero] :
@@ -158,6 +178,52 @@ inline void print_answer(const std::vector<AnswerScale>& scales) {
             ? "its traffic can hide behind its compute (if prefetched)"
             : "its traffic cannot hide behind its compute, however well overlapped");
   }
+}
+
+// The answer's traffic as a picture: at each scale, the bytes a rank of ZeRO-3 and of the best 3D
+// layout sends per step on the wire, by axis, inside a node (light) and across nodes (dark), in %
+// of that scale's ZeRO-3 (whose bytes the notes give).
+inline io::BarChart answer_traffic_chart(const std::vector<AnswerScale>& scales) {
+  io::BarChart c;
+  c.title = "Bytes a rank sends per step on the wire, by axis: inside a node, across nodes";
+  c.unit = "% of ZeRO-3's bytes at the same scale";
+  const char* axes[] = {"TP", "PP", "DP", "embedding"};
+  double AxisFigures::*of[] = {&AxisFigures::tp, &AxisFigures::pp, &AxisFigures::dp,
+                               &AxisFigures::emb};
+  const double hues[] = {210, 140, 30, 300};
+  for (int across = 0; across < 2; ++across)
+    for (int k = 0; k < 4; ++k)
+      c.series.push_back({std::string(axes[k]) + (across ? " across nodes" : " inside a node"),
+                          pp::detail::hsl(hues[k], 0.6, across ? 0.35 : 0.75),
+                          {}});
+  c.notes.push_back("100% is ZeRO-3's bytes per rank per step on the wire: the runs' formulas as");
+  c.notes.push_back("MPICH's algorithms move their bytes (costmodel/inter_node.hpp)");
+  for (const AnswerScale& a : scales) {
+    const double whole = a.zero3.wire.total();
+    for (const AnswerRow* r : {&a.zero3, &a.best}) {
+      const std::size_t cut = r->run.find(" ZeRO-1");
+      c.labels.push_back(cut == std::string::npos ? r->run : r->run.substr(0, cut));
+      c.sublabels.push_back(a.label);
+      for (int k = 0; k < 4; ++k) {
+        const double all = r->wire.*of[k], across = std::max(0.0, r->wire_across.*of[k]);
+        c.series[std::size_t(k)].values.push_back(100 * (all - across) / whole);
+        c.series[std::size_t(4 + k)].values.push_back(100 * across / whole);
+      }
+    }
+    char note[160];
+    std::snprintf(note, sizeof note, "  %s: %.4g %s, the best 3D layout's %.0f%% of it",
+                  a.name.c_str(), whole / a.unit, a.unit_name, 100 * a.best.wire.total() / whole);
+    c.notes.push_back(note);
+  }
+  return c;
+}
+
+// The picture written to `path`, its notes printed.
+inline void write_answer_chart(const std::vector<AnswerScale>& scales, const std::string& path) {
+  const io::BarChart chart = answer_traffic_chart(scales);
+  io::write_bar_chart_svg(path, chart);
+  std::printf("\nwrote %s, noting under its legend:\n", path.c_str());
+  for (const std::string& note : chart.notes) print_wrapped("  %s\n", note.c_str());
 }
 
 }  // namespace trident::examples

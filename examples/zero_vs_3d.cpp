@@ -22,6 +22,7 @@
 
 #include "comparison.hpp"
 #include "gpt3_175b.hpp"
+#include "memory_chart.hpp"
 #include "the_answer.hpp"
 
 using namespace trident;
@@ -48,7 +49,7 @@ double stage_max(const Result& r, int s, F&& f) {
 }
 
 void print_memory(const std::vector<Result>& results) {
-  std::printf(
+  print_wrapped(
       "\nmemory per rank, MiB: measured (MemoryStats) / predicted. Model states: ZeRO §5.1, "
       "(2+2+K) Psi with Psi the stage's units padded to DP; activations: trident's buffers "
       "(models/gpt2/block.hpp) over the stage's schedule, peak\n");
@@ -71,7 +72,7 @@ void print_memory(const std::vector<Result>& results) {
 }
 
 void print_traffic(const std::vector<Result>& results) {
-  std::printf(
+  print_wrapped(
       "\nbytes sent per step per rank, MiB: measured (CommStats) / predicted. TP: Megatron-LM §3, "
       "4 all-reduces of b*s*h per layer per microbatch; PP: Narayanan et al. 2021 §4.1, b*s*h "
       "per boundary each way; DP: ZeRO §7.2 (ZeRO-1: reduce-scatter + all-gather of Psi; "
@@ -92,7 +93,7 @@ void print_traffic(const std::vector<Result>& results) {
 }
 
 void print_time(const std::vector<Result>& results, int steps) {
-  std::printf(
+  print_wrapped(
       "\nstep time, s: measured (mean of %d steps, slowest rank) / cost model (nothing "
       "overlaps; calibrated on this machine, all ranks at once); bubble: measured (idle share of "
       "the pipeline's ranks) / (p-1)/(m+p-1) (Huang et al. 2019)\n",
@@ -123,7 +124,7 @@ void explain(const std::vector<Result>& results) {
   auto sent = [](const StagePrediction& s) { return s.bytes.total(); };
   const Result &z3 = results.front(), &d3 = results[1];
   const char* name = d3.run.name.c_str();
-  std::printf(
+  print_wrapped(
       "\nZeRO-3 holds the least model state per rank (%.1f MiB, against %.1f for %s): ZeRO takes "
       "away the copies of the model states that plain DP keeps, but not activations, %.1f MiB per "
       "rank against %.1f, since each ZeRO-3 rank runs whole layers on its own sequences. It also "
@@ -137,7 +138,7 @@ void explain(const std::vector<Result>& results) {
 // This machine's scale of the answer (examples/the_answer.hpp): ZeRO-3 and the fastest measured
 // 3D layout.
 AnswerScale toy_scale(const std::vector<Result>& results, int batch) {
-  AnswerScale a = answer_scale("this machine, 8 ranks", "measured", kMiB, "MiB", batch);
+  AnswerScale a = answer_scale("this machine, 8 ranks", "1 node", "measured", kMiB, "MiB", batch);
   for (const Result& r : results) {
     AnswerRow row{r.run.name};
     for (const RankFigures& f : r.measured.report.ranks) {
@@ -146,6 +147,8 @@ AnswerScale toy_scale(const std::vector<Result>& results, int batch) {
       row.sent = std::max(row.sent, f.traffic.tp + f.traffic.pp + f.traffic.dp + f.traffic.emb);
     }
     for (const StagePrediction& s : r.predicted.stages) row.flops = std::max(row.flops, s.flops);
+    wire_by_axis(row, r.run.options, r.measured.report.ranks, r.measured.report.precision,
+                 InterNode{8});
     row.across = -1, row.step_s = r.measured.step_s;
     const MeshShape& m = r.run.options.mesh;
     if (r.run.options.zero.stage == 3)
@@ -154,32 +157,6 @@ AnswerScale toy_scale(const std::vector<Result>& results, int batch) {
       a.best = row, a.model_parallel = m.tp * m.pp;
   }
   return a;
-}
-
-// One SVG per configuration: each rank's measured memory by kind, predicted total as a marker.
-io::BarChart memory_chart(const std::string& title, const std::vector<const RankFigures*>& ranks,
-                          const std::vector<std::string>& labels,
-                          const std::vector<double>& predicted) {
-  io::BarChart c;
-  c.title = title;
-  c.unit = "MiB";
-  c.labels = labels;
-  const char* names[] = {"parameters", "gradients", "optimizer states", "activations (peak)",
-                         "comm buffers (peak)"};
-  double RankFigures::*kinds[] = {&RankFigures::parameters, &RankFigures::gradients,
-                                  &RankFigures::optimizer, &RankFigures::activations,
-                                  &RankFigures::buffers};
-  for (int k = 0; k < 5; ++k) {
-    io::BarSeries s{names[k], io::kind_colour(k), {}};
-    for (const RankFigures* r : ranks) s.values.push_back(r->*kinds[k] / kMiB);
-    c.series.push_back(s);
-  }
-  for (const RankFigures* r : ranks)
-    c.sublabels.push_back(std::to_string(int(r->tp)) + "," + std::to_string(int(r->pp)) + "," +
-                          std::to_string(int(r->dp)));
-  for (double p : predicted) c.markers.push_back(p / kMiB);
-  c.marker_name = "predicted: model states + activations";
-  return c;
 }
 
 void write_charts(const std::vector<Result>& results, const std::string& dir) {
@@ -207,8 +184,10 @@ void write_charts(const std::vector<Result>& results, const std::string& dir) {
     for (char ch : r.run.name)
       slug += std::isalnum(static_cast<unsigned char>(ch)) ? char(std::tolower(ch)) : '_';
     const std::string path = dir + "/zero_vs_3d_" + slug + ".svg";
-    io::write_bar_chart_svg(
-        path, memory_chart(r.run.name + ": memory per rank (tp,pp,dp)", ranks, labels, predicted));
+    io::BarChart chart =
+        memory_chart(r.run.name + ": memory per rank (tp,pp,dp)", ranks, labels, predicted);
+    chart.notes = memory_notes(chart);
+    io::write_bar_chart_svg(path, chart);
     std::printf("wrote %s\n", path.c_str());
     most.push_back(top);
     names.push_back(r.run.name);
@@ -220,8 +199,31 @@ void write_charts(const std::vector<Result>& results, const std::string& dir) {
   io::BarChart all =
       memory_chart("The most loaded rank of each configuration, MiB", most, names, most_predicted);
   all.sublabels = where;
+  all.notes = memory_notes(all);
   io::write_bar_chart_svg(path, all);
-  std::printf("wrote %s\n", path.c_str());
+  std::printf("wrote %s, noting under its legend:\n", path.c_str());
+  for (const std::string& note : all.notes) print_wrapped("  %s\n", note.c_str());
+}
+
+// Each run calibrated (keeping the calls of the runs before), predicted and measured.
+std::vector<Result> calibrate_and_measure(const Comm& world, const std::vector<NamedRun>& runs,
+                                          const Precision& precision, const TokenSource& data,
+                                          int steps) {
+  std::vector<Result> results;
+  Calibration cal;
+  for (const NamedRun& run : runs) {
+    cal = calibrate_run(world, run.options, precision, &cal);
+    Result r{run, predict(run.options, precision, measured_machine(cal)),
+             measure_run<float, float>(world, run.options, data, steps)};
+    if (world.rank() == 0)
+      std::printf(
+          "  %-20s calibrated: sgemm %.1f GFLOP/s a rank, %.1f ms between calls; measured "
+          "%.2f s a step\n",
+          run.name.c_str(), cal.gemm_flops / 1e9, cal.gap_s * 1e3, r.measured.step_s);
+    std::fflush(stdout);
+    results.push_back(std::move(r));
+  }
+  return results;
 }
 
 }  // namespace
@@ -247,7 +249,7 @@ int main(int argc, char** argv) {
     const int threads = configure_threads(world);
     const Precision precision = trident_precision<float, float>();
     if (world.rank() == 0)
-      std::printf(
+      print_wrapped(
           "zero_vs_3d: GPT L=%d C=%d H=%d V=%d T=%d, %lld parameters; batch %d x %d "
           "tokens; float, %g+%g+%g bytes per parameter; %d ranks x %d thread(s) on %d "
           "cores\n",
@@ -259,21 +261,8 @@ int main(int argc, char** argv) {
     const std::string probe = svg_dir + "/zero_vs_3d_all.svg";
     agree(world, world.rank() != 0 || static_cast<bool>(std::ofstream(probe)),
           "cannot write the bar charts into --svg-dir '" + svg_dir + "'");
-    const TokenSource data = TokenSource::synthetic(model.vocab);
-    std::vector<Result> results;
-    Calibration cal;
-    for (const NamedRun& run : runs) {
-      cal = calibrate_run(world, run.options, precision, &cal);
-      Result r{run, predict(run.options, precision, measured_machine(cal)),
-               measure_run<float, float>(world, run.options, data, steps)};
-      if (world.rank() == 0)
-        std::printf(
-            "  %-20s calibrated: sgemm %.1f GFLOP/s per rank, %.1f ms of compute between "
-            "calls; measured %.2f s per step\n",
-            run.name.c_str(), cal.gemm_flops / 1e9, cal.gap_s * 1e3, r.measured.step_s);
-      std::fflush(stdout);
-      results.push_back(std::move(r));
-    }
+    const std::vector<Result> results =
+        calibrate_and_measure(world, runs, precision, TokenSource::synthetic(model.vocab), steps);
     const AnswerScale cluster = cluster_scale(world, precision);  // calibrated on all ranks
     if (world.rank() != 0) return 0;
     print_memory(results);
@@ -282,7 +271,9 @@ int main(int argc, char** argv) {
     explain(results);
     print_gpt3();
     write_charts(results, svg_dir);
-    print_answer({toy_scale(results, batch), cluster, gpt3_scale()});
+    const std::vector<AnswerScale> scales = {toy_scale(results, batch), cluster, gpt3_scale()};
+    print_answer(scales);
+    write_answer_chart(scales, svg_dir + "/zero_vs_3d_traffic.svg");
     return 0;
   });
 }

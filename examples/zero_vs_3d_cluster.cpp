@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <numeric>
 #include <trident/costmodel/inter_node.hpp>
 #include <trident/costmodel/measured.hpp>
@@ -74,7 +75,8 @@ bool faster(const Row& a, const Row& b) {
   return a.rounds >= 2 && b.rounds >= 2 && a.steps_max < b.steps_min;
 }
 
-// The table: each run's step time measured and predicted, both ranks, the bytes over the link.
+// Two tables: each run's step time measured and predicted with both ranks; then its bytes over
+// the link measured and predicted, and the predicted step's parts.
 void print_table(const std::vector<Row>& rows, double link_bps, int steps) {
   const std::vector<int> measured = ranking(rows, &Row::measured_s),
                          predicted = ranking(rows, &Row::predicted_s);
@@ -82,38 +84,42 @@ void print_table(const std::vector<Row>& rows, double link_bps, int steps) {
   for (std::size_t k = 0; k < rows.size(); ++k)
     measured_rank[std::size_t(measured[k])] = int(k) + 1,
     predicted_rank[std::size_t(predicted[k])] = int(k) + 1;
-  std::printf(
-      "\nstep time, s: measured (mean of %d rounds, slowest rank; the fastest and slowest round) "
-      "/ predicted (the cost model calibrated on these ranks, calls that cross nodes at the link's "
-      "rate as MPI measured it, shared by their groups); rank: fastest = 1, measured / predicted; "
-      "inter-node MB per step, all nodes, both directions: measured (the nodes' interfaces: "
-      "payload, headers, TCP acks) / predicted (the model's bytes per rank, as MPICH's algorithms "
-      "move them, costmodel/inter_node.hpp); link s: predicted MB each way / the link's rate; "
-      "nominal: "
-      "the step predicted with the link at its nominal %.3g bit/s\n",
-      steps, link_bps);
-  std::printf(
-      "%-20s %-7s %8s %-13s %9s %6s %5s | %8s %9s %6s | %6s | predicted: %7s %6s %6s %6s | %7s\n",
-      "run", "crosses", "measured", "  (rounds)", "predicted", "ratio", "rank", "wire MB",
-      "predicted", "ratio", "link s", "compute", "TP", "PP", "DP", "nominal");
+  std::printf("\n%-20s %-7s %8s %-13s %9s %6s %5s\n", "run", "crosses", "measured", "  (rounds)",
+              "predicted", "ratio", "rank");
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
-    std::printf(
-        "%-20s %-7s %8.3f (%5.2f-%5.2f) %9.3f %6.2f %2d/%-2d | %8.2f %9.2f %6.3f | %6.3f | %18.3f "
-        "%6.3f %6.3f %6.3f | %7.3f\n",
-        r.name.c_str(), r.crosses.c_str(), r.measured_s, r.steps_min, r.steps_max, r.predicted_s,
-        r.predicted_s / r.measured_s, measured_rank[i], predicted_rank[i], r.wire / kMB,
-        r.wire_formula / kMB, r.wire / r.wire_formula, r.link_s, r.slowest.compute_s,
-        r.slowest.seconds.tp, r.slowest.seconds.pp, r.slowest.seconds.dp, r.nominal_s);
+    std::printf("%-20s %-7s %8.3f (%5.2f-%5.2f) %9.3f %6.2f %2d/%-2d\n", r.name.c_str(),
+                r.crosses.c_str(), r.measured_s, r.steps_min, r.steps_max, r.predicted_s,
+                r.predicted_s / r.measured_s, measured_rank[i], predicted_rank[i]);
   }
+  print_wrapped(
+      "step time, s: measured (mean of %d rounds, slowest rank; the fastest and slowest round) / "
+      "predicted (the cost model calibrated on these ranks, calls that cross nodes at the link's "
+      "rate as MPI measured it, shared by their groups); rank: fastest = 1, measured / "
+      "predicted\n",
+      steps);
+  std::printf("\n%-20s %8s %9s %6s | %6s | predicted: %7s %6s %6s %6s | %7s\n", "run", "wire MB",
+              "predicted", "ratio", "link s", "compute", "TP", "PP", "DP", "nominal");
+  for (const Row& r : rows)
+    std::printf("%-20s %8.2f %9.2f %6.3f | %6.3f | %18.3f %6.3f %6.3f %6.3f | %7.3f\n",
+                r.name.c_str(), r.wire / kMB, r.wire_formula / kMB, r.wire / r.wire_formula,
+                r.link_s, r.slowest.compute_s, r.slowest.seconds.tp, r.slowest.seconds.pp,
+                r.slowest.seconds.dp, r.nominal_s);
+  print_wrapped(
+      "wire MB: inter-node MB per step, all nodes, both directions: measured (the nodes' "
+      "interfaces: payload, headers, TCP acks) / predicted (the model's bytes per rank, as MPICH's "
+      "algorithms move them, costmodel/inter_node.hpp); link s: predicted MB each way / the "
+      "link's rate; predicted: the slowest stage's seconds per step in compute and in each axis' "
+      "calls; nominal: the step predicted with the link at its nominal %.3g bit/s\n",
+      link_bps);
 }
 
 // Seconds inside each axis' calls, measured next to predicted.
 void print_axis_seconds(const std::vector<Row>& rows) {
-  std::printf(
+  print_wrapped(
       "\nseconds per step inside each axis' calls and waits: measured (CommStats, slowest rank) / "
-      "predicted (slowest stage)\n%-20s %15s %15s %15s\n",
-      "run", "TP", "PP", "DP");
+      "predicted (slowest stage)\n");
+  std::printf("%-20s %15s %15s %15s\n", "run", "TP", "PP", "DP");
   for (const Row& r : rows)
     std::printf("%-20s %6.3f / %-6.3f %6.3f / %-6.3f %6.3f / %-6.3f\n", r.name.c_str(), r.axis_s[0],
                 r.slowest.seconds.tp, r.axis_s[1], r.slowest.seconds.pp, r.axis_s[2],
@@ -149,18 +155,18 @@ void print_rankings(const std::vector<Row>& rows) {
   std::printf("\nfastest first, measured:  %s\nfastest first, predicted: %s\n",
               order(measured, true).c_str(), order(predicted, false).c_str());
   if (!against.empty())
-    std::printf(
+    print_wrapped(
         "the predicted ranking does not match the measured one: measured in the other "
         "order: %s\n",
         against.c_str());
   else if (!overlap.empty())
-    std::printf(
+    print_wrapped(
         "the measurement does not tell the whole ranking: %d of the %d pairs measured "
         "apart (every round of one faster than every round of the other), all in the "
         "predicted order; rounds overlap: %s\n",
         agree, pairs, overlap.c_str());
   else
-    std::printf(
+    print_wrapped(
         "the predicted ranking matches the measured one: all %d pairs measured apart "
         "(every round of one faster than every round of the other), each in the "
         "predicted order\n",
@@ -192,11 +198,23 @@ Flags parse_flags(const Comm& world, int argc, char** argv) {
   f.model = cluster_model();
   cli::App app{"ZeRO-3 next to 3D parallelism on 2 emulated nodes x 4 ranks and a slow link."};
   add_model_options(app, f.model);
-  app.add_option("--batch", f.batch, "sequences per step (global batch)")->capture_default_str();
-  app.add_option("--steps", f.steps,
-                 "measured steps per configuration, one per round (each after a warm-up)")
-      ->capture_default_str();
+  cli::Option* batch = app.add_option("--batch", f.batch, "sequences per step (global batch)")
+                           ->capture_default_str();
+  cli::Option* steps =
+      app.add_option(
+             "--steps", f.steps,
+             "measured steps per configuration, one per round (after one warm-up step each)")
+          ->capture_default_str();
+  bool quick = false;
+  app.add_flag("--quick", quick,
+               "about a minute: 2 rounds (the fewest that can tell two runs apart) and a batch of "
+               "8 sequences (a third of the activations' bytes; ZeRO-3's stay)");
   parse_command_line(app, argc, argv, world);
+  if (quick) {
+    require(!steps->count() && !batch->count(),
+            "--quick chooses the rounds and the batch itself: give it without --steps and --batch");
+    f.steps = 2, f.batch = 8;
+  }
   return f;
 }
 
@@ -244,7 +262,7 @@ std::vector<Row> predicted_rows(const Comm& world, const std::vector<NamedRun>& 
 // Compute per byte of link, here and on a DGX A100 node (plan/cluster.hpp).
 void print_flop_per_byte(double node_flops, double link_bps) {
   const ClusterSpec a100;
-  std::printf(
+  print_wrapped(
       "compute per byte of link: a node here %.3g GFLOP/s (4 ranks at the calibrated sgemm "
       "rate) over %.3g MB/s each way = %.0f FLOP/byte; a DGX A100 node %d x %.0f TFLOP/s x "
       "%.1f over %d x %.0f GB/s = %.0f FLOP/byte (plan/cluster.hpp)\n",
@@ -253,15 +271,21 @@ void print_flop_per_byte(double node_flops, double link_bps) {
       a100.peak_flops * a100.efficiency / a100.inter_node_bw);
 }
 
-// Measured in rounds, one step of each configuration per round (after a warm-up), so that a
-// change in the machine's load between minutes reaches every configuration alike.
+// Measured in rounds, one step of each configuration per round, so that a change in the
+// machine's load between minutes reaches every configuration alike. The four trainers are built
+// and warmed up (one step each) before the first round and kept for the others.
 void measure_rounds(const Comm& world, const std::vector<NamedRun>& runs, const TokenSource& data,
                     int steps, std::vector<Row>& rows) {
+  std::vector<std::unique_ptr<gpt2::Trainer<float, float>>> trainers;
+  for (const NamedRun& run : runs) {
+    warn_if_tp_spans_nodes(Mesh<>(world, run.options.mesh));  // TP8 does
+    trainers.push_back(std::make_unique<gpt2::Trainer<float, float>>(world, run.options, data));
+    (void)trainers.back()->step();  // the warm-up
+  }
   for (int round = 0; round < steps; ++round)
     for (std::size_t i = 0; i < runs.size(); ++i) {
       Row& r = rows[i];
-      if (round == 0) warn_if_tp_spans_nodes(Mesh<>(world, runs[i].options.mesh));  // TP8 does
-      const MeasuredRun m = measure_run<float, float>(world, runs[i].options, data, 1);
+      const MeasuredRun m = measure_steps(world, *trainers[i], 1);
       r.measured_s += m.step_s / steps, r.wire += m.wire / steps, r.rounds = round + 1;
       r.steps_min = round == 0 ? m.step_s : std::min(r.steps_min, m.step_s);
       r.steps_max = std::max(r.steps_max, m.step_s);
@@ -289,7 +313,7 @@ int main(int argc, char** argv) {
     const int threads = configure_threads(world);
     const Precision precision = trident_precision<float, float>();
     if (world.rank() == 0)
-      std::printf(
+      print_wrapped(
           "zero_vs_3d_cluster: GPT L=%d C=%d H=%d V=%d T=%d, %lld parameters; batch %d; float; "
           "2 nodes x 4 ranks x %d thread(s) on %d cores; link %.3g bit/s each way per node; "
           "load average %.2f\n",
@@ -304,8 +328,9 @@ int main(int argc, char** argv) {
       char latency[96] = "latency not resolved (the fit's intercept is not above 0)";
       if (link_fit.latency > 0)
         std::snprintf(latency, sizeof latency, "%.0f us latency", 1e6 * link_fit.latency);
-      std::printf("the link measured by MPI, 4 pairs exchanging at once: %.3g bit/s each way, %s\n",
-                  8 * link_fit.bandwidth, latency);
+      print_wrapped(
+          "the link measured by MPI, 4 pairs exchanging at once: %.3g bit/s each way, %s\n",
+          8 * link_fit.bandwidth, latency);
     }
     double node_flops = 0;
     std::vector<Row> rows =

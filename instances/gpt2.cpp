@@ -16,3 +16,5 @@ TRIDENT_GPT2_BACKEND_INSTANCES(template, trident::backend::Cpu);
 
 template trident::costmodel::MeasuredRun trident::costmodel::measure_run<float, float>(
     const trident::Comm&, const trident::gpt2::Options&, const trident::TokenSource&, int, int);
+template trident::costmodel::MeasuredRun trident::costmodel::measure_steps<float, float>(
+    const trident::Comm&, trident::gpt2::Trainer<float, float>&, int);

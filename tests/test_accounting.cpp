@@ -11,6 +11,7 @@
 
 #include <cstdio>
 
+#include <trident/io/train_cli.hpp>
 #include <trident/models/gpt2/gpt2.hpp>
 #include <trident/train/formulas.hpp>
 #include <trident/train/report.hpp>
@@ -300,6 +301,42 @@ TEST_CASE("one layer's activations per microbatch: measured equals the model's f
   }
 }
 
+namespace {
+// What f() prints on stdout.
+template <class F>
+std::string printed(F&& f) {
+  std::fflush(stdout);
+  std::FILE* out = std::tmpfile();
+  const int saved = dup(1);
+  dup2(fileno(out), 1);
+  f();
+  std::fflush(stdout);
+  dup2(saved, 1), close(saved);
+  std::rewind(out);
+  std::string text;
+  for (int ch; (ch = std::fgetc(out)) != EOF;) text += char(ch);
+  std::fclose(out);
+  return text;
+}
+}  // namespace
+
+TEST_CASE("progress lines: a gradient-norm spike is marked, and explained only where asked") {
+  TRIDENT_RANKS(1, comm);
+  (void)comm;
+  const std::vector<double> norms = {1.0, 1.2, 0.9, 1.1, 1.0, 0.8};
+  CHECK_FALSE(gradient_spike(norms, 4.9));
+  CHECK(gradient_spike(norms, 5.1));          // over 5x the median, 1.0
+  CHECK_FALSE(gradient_spike({1, 1, 1}, 9));  // fewer than 5 norms: no median to speak of
+  StepResult r;
+  r.loss = 5, r.grad_norm = 5.1, r.lr = 1e-3, r.seconds = 1;
+  const std::string first = printed([&] { print_step(10, r, 100, 3, true, 1.0, true); }),
+                    again = printed([&] { print_step(11, r, 100, 4, true, 1.0, false); });
+  CHECK(first.find(" | spike\n  spike: the gradient norm is over 5x the recent median") !=
+        std::string::npos);
+  CHECK(again.find(" | spike\n") != std::string::npos);
+  CHECK(again.find("recent median") == std::string::npos);  // explained once per run
+}
+
 TEST_CASE("the report prints a model's undeclared formulas as not declared, never another's") {
   TRIDENT_RANKS(1, comm);
   (void)comm;
@@ -314,17 +351,7 @@ TEST_CASE("the report prints a model's undeclared formulas as not declared, neve
   r.ranks[0].layer_activations = 3 * 1024 * 1024;
   TrainOptions o;
   o.mesh = {2, 1, 1};
-  std::fflush(stdout);
-  std::FILE* out = std::tmpfile();
-  const int saved = dup(1);
-  dup2(fileno(out), 1);
-  print_report(r, gpt2::Model(gpt2::Config{}), o);
-  std::fflush(stdout);
-  dup2(saved, 1), close(saved);
-  std::rewind(out);
-  std::string text;
-  for (int ch; (ch = std::fgetc(out)) != EOF;) text += char(ch);
-  std::fclose(out);
+  const std::string text = printed([&] { print_report(r, gpt2::Model(gpt2::Config{}), o); });
   CHECK(text.find("measured 3.000 (MemoryStats), the model's formula not declared") !=
         std::string::npos);
   CHECK(text.find("n/d: not declared: the model declares no TP collectives") != std::string::npos);

@@ -3,8 +3,11 @@
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <set>
 #include <string>
+#include <trident/io/bar_chart_svg.hpp>
 #include <trident/io/chrome_trace.hpp>
+#include <trident/pp/in_flight.hpp>
 #include <trident/pp/schedule.hpp>
 #include <trident/pp/simulate.hpp>
 #include <trident/pp/svg.hpp>
@@ -103,9 +106,9 @@ TEST_CASE("ZB-H1's W passes: their own boxes and shade in the SVG, W<n> in the C
   CHECK(count(svg, "W: weight gradient") == 1);
   CHECK(svg.find(">W3</text>") != std::string::npos);
   // microbatch 3's three boxes in three different colours
-  const std::string f = detail::box_colour(3, IntervalKind::forward),
-                    b = detail::box_colour(3, IntervalKind::backward),
-                    w = detail::box_colour(3, IntervalKind::weight);
+  const std::string f = detail::box_colour(3, IntervalKind::forward, 8),
+                    b = detail::box_colour(3, IntervalKind::backward, 8),
+                    w = detail::box_colour(3, IntervalKind::weight, 8);
   CHECK(f != w);
   CHECK(b != w);
   CHECK(svg.find("fill=\"" + w + "\"") != std::string::npos);
@@ -114,4 +117,91 @@ TEST_CASE("ZB-H1's W passes: their own boxes and shade in the SVG, W<n> in the C
   for (const auto& e : trace.at("traceEvents"))
     if (e.value("cat", "") == "weight") weights += e.at("name").get<std::string>()[0] == 'W';
   CHECK(weights == 4 * 8);
+}
+
+TEST_CASE("box_colour: m microbatches, m different colours, neighbours far apart in hue") {
+  for (int m : {2, 3, 5, 8, 12, 16, 40, 64}) {
+    std::set<std::string> seen;
+    for (int mb = 0; mb < m; ++mb) seen.insert(detail::box_colour(mb, IntervalKind::backward, m));
+    CHECK_MESSAGE(int(seen.size()) == m, "m = " << m);
+  }
+  // m = 8: hues 0, 135, 270, 45, ... (stride 3 of 8 steps of 45 degrees)
+  CHECK(detail::box_colour(1, IntervalKind::backward, 8) == detail::hsl(135, 0.60, 0.40));
+  CHECK(detail::box_colour(3, IntervalKind::backward, 8) == detail::hsl(45, 0.60, 0.40));
+}
+
+TEST_CASE("activations_in_flight: the held staircase peaks where the simulator counts its peak") {
+  struct Case {
+    ScheduleKind kind;
+    int chunks;
+  };
+  for (const Case c : {Case{ScheduleKind::gpipe, 1}, Case{ScheduleKind::one_f_one_b, 1},
+                       Case{ScheduleKind::interleaved, 2}, Case{ScheduleKind::zb_h1, 1},
+                       Case{ScheduleKind::zbv, 2}}) {
+    const Simulation sim =
+        simulate(make_schedule({c.kind, 4, 8, c.chunks}), {1, 2, 0, 0.5}, placement_of(c.kind));
+    const auto rows = activations_in_flight(sim.timeline);
+    REQUIRE(rows.size() == 4);
+    for (int s = 0; s < 4; ++s) {
+      CHECK_MESSAGE(peak_held(rows[std::size_t(s)]) == sim.peak_in_flight[std::size_t(s)],
+                    to_string(c.kind) << " stage " << s);
+      CHECK(rows[std::size_t(s)].back().held == 0);  // everything released by the end
+    }
+  }
+  // GPipe holds all 8 on every stage; 1F1B p - s (Narayanan et al. 2021 §2.2)
+  const auto gpipe =
+      activations_in_flight(simulate(make_schedule({ScheduleKind::gpipe, 4, 8}), {}).timeline);
+  const auto one_f_one_b = activations_in_flight(
+      simulate(make_schedule({ScheduleKind::one_f_one_b, 4, 8}), {}).timeline);
+  for (int s = 0; s < 4; ++s) {
+    CHECK(peak_held(gpipe[std::size_t(s)]) == 8);
+    CHECK(peak_held(one_f_one_b[std::size_t(s)]) == 4 - s);
+  }
+  // a release and a start at the same instant: the release first
+  Timeline t;
+  t.ranks = 1;
+  t.intervals = {{0, IntervalKind::forward, 0, 0, 0, 1},
+                 {0, IntervalKind::backward, 0, 0, 1, 2},
+                 {0, IntervalKind::forward, 1, 0, 2, 3},
+                 {0, IntervalKind::backward, 1, 0, 3, 4}};
+  CHECK(peak_held(activations_in_flight(t)[0]) == 1);
+}
+
+TEST_CASE("timeline_svg with in_flight: a panel of the activations held, each stage's peak") {
+  const Simulation sim = simulate(make_schedule({ScheduleKind::one_f_one_b, 4, 8}), {});
+  SvgOptions o;
+  o.in_flight = true;
+  const std::string svg = timeline_svg(sim.timeline, "1f1b", o);
+  CHECK(svg.find("activations held, in microbatches (each strip 0 to 8, all of them)") !=
+        std::string::npos);
+  std::size_t at = 0;  // a strip per stage, in order, each with its peak: 4 3 2 1
+  for (int s = 0; s < 4; ++s) {
+    at = svg.find(">stage " + std::to_string(s) + "</text><line", at);
+    REQUIRE(at != std::string::npos);
+    at = svg.find(">peak " + std::to_string(4 - s) + "<", at);
+    CHECK_MESSAGE(at != std::string::npos, "stage " << s);
+  }
+  CHECK(count(svg, "<path d=\"M ") == 4);
+  CHECK(timeline_svg(sim.timeline, "1f1b").find("activations held") == std::string::npos);
+}
+
+TEST_CASE("bar_chart_svg: stacked segments, markers, labels and the notes under the legend") {
+  io::BarChart c;
+  c.title = "memory & more";
+  c.unit = "MiB";
+  c.labels = {"a", "b"};
+  c.series = {{"parameters", "#111111", {1, 2}}, {"activations", "#222222", {3, 0}}};
+  c.markers = {4.5, std::nan("")};
+  c.marker_name = "predicted";
+  c.notes = {"tallest: a, 4.0 MiB", "  activations 3.0 MiB (75%): <why>"};
+  const std::string svg = io::bar_chart_svg(c);
+  CHECK(svg.find("memory &amp; more") != std::string::npos);
+  CHECK(count(svg, "<rect x=") == 3 + 2);          // three non-zero segments, two legend swatches
+  CHECK(count(svg, "stroke-dasharray") == 1 + 1);  // one marker, its legend line
+  CHECK(svg.find(">tallest: a, 4.0 MiB</text>") != std::string::npos);
+  CHECK(svg.find(">  activations 3.0 MiB (75%): &lt;why&gt;</text>") != std::string::npos);
+  c.series[1].values.pop_back();
+  CHECK_THROWS_WITH_AS(io::bar_chart_svg(c),
+                       "bar chart 'memory & more': series 'activations' has 1 values for 2 bars",
+                       Error);
 }

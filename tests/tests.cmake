@@ -69,6 +69,17 @@ add_test(NAME cluster.2nodes
                  --source-file=*/test_cluster.cpp --no-skip)
 set_tests_properties(cluster.2nodes PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77 PROCESSORS 4
                      FAIL_REGULAR_EXPRESSION "FAILED on some rank" ENVIRONMENT "OMP_NUM_THREADS=1")
+# Leaving a run under cmake/cluster.sh: 10 runs of a small program on 2 nodes x 4 ranks over a
+# shaped link, each must end with status 0 (tests/cluster_exit.cmake).
+if(TRIDENT_BUILD_EXAMPLES)
+  set(mesh_cmd sh ${PROJECT_SOURCE_DIR}/cmake/cluster.sh --nodes 2 --ranks-per-node 4
+               --link 100mbit --timeout 60 -- $<TARGET_FILE:mesh> --tp 2 --pp 2 --dp 2)
+  string(REPLACE ";" "|" mesh_cmd "${mesh_cmd}")
+  add_test(NAME cluster.exit_status COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${mesh_cmd}" -DRUNS=10
+                                            -P ${CMAKE_CURRENT_SOURCE_DIR}/cluster_exit.cmake)
+  set_tests_properties(cluster.exit_status PROPERTIES TIMEOUT 400 PROCESSORS 8
+                       SKIP_REGULAR_EXPRESSION "cannot emulate a cluster here")
+endif()
 # The layering of include/trident (docs/ARCHITECTURE.md §4): no header includes a folder above
 # its own. layering.catches runs the same check on a fixture tree with one upward include and
 # passes only when the check names it.

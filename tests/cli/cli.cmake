@@ -285,6 +285,14 @@ trident_cli_fault(kill_mid_step RANKS 4 FAULT kill-mid-step:rank=2:step=2 SECOND
   FROM_MARK "at epoch" ARGS ${small} --tp 2 --dp 2 --timeout 60
   EXPECT "trident fault: rank 2 kills itself with SIGKILL in step 2")
 
+# The JSON report's formulas: forms, inputs and values that agree (tests/cli/report_json.cmake).
+add_test(NAME cli.report_json COMMAND ${CMAKE_COMMAND}
+         "-DCOMMAND=${MPIEXEC_EXECUTABLE}|${MPIEXEC_NUMPROC_FLAG}|8|$<TARGET_FILE:train_gpt>|--tp|2|--pp|2|--dp|2|--zero|1|--schedule|1f1b|--microbatches|4|--layers|4|--hidden|32|--heads|4|--seq|8|--batch|8|--steps|3|--data|synthetic|--json|${CMAKE_CURRENT_BINARY_DIR}/report.json"
+         -DJSON=${CMAKE_CURRENT_BINARY_DIR}/report.json
+         -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/report_json.cmake)
+set_tests_properties(cli.report_json PROPERTIES TIMEOUT 180 PROCESSORS 8
+                     ENVIRONMENT "OMP_NUM_THREADS=1")
+
 # --skip-nonfinite: a step with a NaN gradient norm is skipped, counted and reported.
 add_test(NAME cli.skip_nonfinite COMMAND ${CMAKE_COMMAND}
          "-DCOMMAND=${MPIEXEC_EXECUTABLE}|${MPIEXEC_NUMPROC_FLAG}|2|$<TARGET_FILE:train_gpt>|--layers|2|--hidden|16|--heads|2|--seq|8|--batch|4|--steps|5|--dp|2|--data|synthetic|--skip-nonfinite|--json|${CMAKE_CURRENT_BINARY_DIR}/skip_nonfinite.json"

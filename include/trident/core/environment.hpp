@@ -2,6 +2,8 @@
 #pragma once
 
 #include <mpi.h>
+#include <poll.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <cstdio>
@@ -14,6 +16,22 @@
 #include "error.hpp"
 
 namespace trident {
+
+namespace detail {
+// Tells the process manager this rank has finished, as MPI_Finalize does: on the PMI-1 wire
+// (MPICH's hydra; the socket is PMI_FD) "cmd=finalize", answered by "cmd=finalize_ack". Waits at
+// most 10 s for the answer; does nothing where there is no PMI_FD (a singleton, another launcher).
+inline void announce_finalize() {
+  const char* fd_text = std::getenv("PMI_FD");
+  if (!fd_text || *fd_text < '0' || *fd_text > '9') return;
+  const int fd = std::atoi(fd_text);
+  static const char request[] = "cmd=finalize\n";
+  if (::write(fd, request, sizeof request - 1) != ssize_t(sizeof request - 1)) return;
+  pollfd answer{fd, POLLIN, 0};
+  char ack[64];
+  if (::poll(&answer, 1, 10000) == 1) (void)::read(fd, ack, sizeof ack);
+}
+}  // namespace detail
 
 // RAII over MPI_Init_thread / MPI_Finalize. MPI errors are returned (and thrown as MpiError by
 // check_mpi) instead of aborting inside MPI. Also makes the watchdog's side channel, a duplicate
@@ -53,13 +71,16 @@ class Environment {
 // after traffic over a slow link (openucx/ucx#8738). Collective then.
 // A rank that has reached here has its status: the hang-up that tearing the job down may send
 // to a node's last ranks (their launcher's session ends as the first nodes' ranks leave) is
-// ignored, so that it cannot turn a run that passed into a failure.
+// ignored, and the process manager is told that the rank has finished (the part of
+// MPI_Finalize it needs): hydra takes a rank that exits unannounced for a crash and kills the
+// ranks still leaving with signal 9, which turned correct runs into exit status 9 (or 255).
 inline int leave(int status) {
   if (!std::getenv("TRIDENT_EXIT_WITHOUT_FINALIZE")) return status;
   std::signal(SIGHUP, SIG_IGN);
   MPI_Barrier(MPI_COMM_WORLD);
   std::fflush(stdout);
   std::fflush(stderr);
+  detail::announce_finalize();
   std::_Exit(status);
 }
 

@@ -26,14 +26,11 @@ struct MeasuredRun {
   std::vector<std::array<double, 5>> comm_s;  // tp, pp, dp (over DP x CP), emb, world
 };
 
-// Builds the trainer, runs `warmup` steps, then `steps` measured ones (counters reset between).
-// Collective; the report is complete on world rank 0.
+// `steps` measured steps of trainer t, from here (the counters reset first). Collective; the
+// report is complete on world rank 0.
 template <class T, class S>
-MeasuredRun measure_run(const Comm& world, const gpt2::Options& o, const TokenSource& data,
-                        int steps, int warmup = 1) {
-  require(steps >= 1 && warmup >= 0, "measure_run: at least one measured step");
-  gpt2::Trainer<T, S> t(world, o, data);
-  for (int s = 0; s < warmup; ++s) (void)t.step();
+MeasuredRun measure_steps(const Comm& world, gpt2::Trainer<T, S>& t, int steps) {
+  require(steps >= 1, "measure_run: at least one measured step");
   const ReportWindow window(t);
   std::vector<StepResult> results;
   MeasuredRun run;
@@ -55,6 +52,17 @@ MeasuredRun measure_run(const Comm& world, const gpt2::Options& o, const TokenSo
     run.comm_s.push_back(
         {all[5 * r], all[5 * r + 1], all[5 * r + 2], all[5 * r + 3], all[5 * r + 4]});
   return run;
+}
+
+// Builds the trainer, runs `warmup` steps, then `steps` measured ones (counters reset between).
+// Collective; the report is complete on world rank 0.
+template <class T, class S>
+MeasuredRun measure_run(const Comm& world, const gpt2::Options& o, const TokenSource& data,
+                        int steps, int warmup = 1) {
+  require(steps >= 1 && warmup >= 0, "measure_run: at least one measured step");
+  gpt2::Trainer<T, S> t(world, o, data);
+  for (int s = 0; s < warmup; ++s) (void)t.step();
+  return measure_steps(world, t, steps);
 }
 
 // One rank's share of a microbatch of run `o` through a layer.
@@ -103,4 +111,6 @@ inline Calibration calibrate_run(const Comm& world, const gpt2::Options& o, cons
 #ifdef TRIDENT_PREBUILT_INSTANCES  // compiled once in instances/ (models/gpt2/trainer.hpp)
 extern template trident::costmodel::MeasuredRun trident::costmodel::measure_run<float, float>(
     const trident::Comm&, const trident::gpt2::Options&, const trident::TokenSource&, int, int);
+extern template trident::costmodel::MeasuredRun trident::costmodel::measure_steps<float, float>(
+    const trident::Comm&, trident::gpt2::Trainer<float, float>&, int);
 #endif

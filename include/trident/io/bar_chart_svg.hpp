@@ -5,7 +5,8 @@
 // gradients, optimizer states, activations, ...), each segment with a <title> tooltip. An
 // optional marker per bar (a black tick with a diamond) shows a second figure for the same bar,
 // e.g. the cost model's prediction next to the measured stack. Below: the labels, a second
-// line under each (e.g. "tp,pp,dp"), and the legend. Plain text SVG.
+// line under each (e.g. "tp,pp,dp"), the legend, and notes that say what the bars show (one line
+// each; the chart widens to fit them). Plain text SVG.
 #pragma once
 
 #include <algorithm>
@@ -32,6 +33,7 @@ struct BarChart {
   std::vector<BarSeries> series;               // stacked bottom to top
   std::vector<double> markers;                 // one per bar, or empty; NaN: no marker
   std::string marker_name;                     // legend text of the markers
+  std::vector<std::string> notes;              // lines under the legend: what dominates, and why
 };
 
 // Colours of the memory kinds (core/memory.hpp's order), then two spares.
@@ -86,6 +88,8 @@ inline Layout layout(const BarChart& c) {
   l.axis_max = std::ceil(top / l.step) * l.step;
   l.slot = std::max(56.0, 640.0 / std::max<std::size_t>(bars, 1));
   l.bar_w = l.slot * 0.6, l.plot_w = l.slot * bars, l.width = l.left + l.plot_w + 24;
+  for (const std::string& note : c.notes)  // wide enough for the notes (~6.6 px a character)
+    l.width = std::max(l.width, l.left + 6.6 * note.size() + 24);
   l.base = l.top + l.plot_h, l.legend = l.base + (c.sublabels.empty() ? 40 : 56);
   for (const BarSeries& s : c.series) l.items.push_back(s.name);
   if (!c.markers.empty()) l.items.push_back(c.marker_name);
@@ -97,7 +101,7 @@ inline Layout layout(const BarChart& c) {
     if (!l.at.empty() && ix + w > l.width) ix = l.left, iy += 22;
     l.at.push_back({ix, iy});
   }
-  l.height = (l.at.empty() ? l.legend : l.at.back().second) + 30;
+  l.height = (l.at.empty() ? l.legend : l.at.back().second) + 30 + 18 * c.notes.size();
   return l;
 }
 
@@ -152,7 +156,8 @@ inline void write_bar(std::ostream& svg, const BarChart& c, const Layout& l, std
         << xml_escape(c.sublabels[b]) << "</text>\n";
 }
 
-// The x axis's base line and the legend: a swatch per series, a dashed line for the marker.
+// The x axis's base line and the legend: a swatch per series, a dashed line for the marker;
+// then the notes.
 inline void write_legend(std::ostream& svg, const BarChart& c, const Layout& l) {
   svg << "<line x1=\"" << l.left << "\" y1=\"" << l.base << "\" x2=\"" << l.left + l.plot_w
       << "\" y2=\"" << l.base << "\" stroke=\"#000\"/>\n";
@@ -166,6 +171,12 @@ inline void write_legend(std::ostream& svg, const BarChart& c, const Layout& l) 
           << ly + 7 << "\" stroke=\"#000\" stroke-width=\"1.5\" stroke-dasharray=\"4 2\"/>";
     svg << "<text x=\"" << lx + 24 << "\" y=\"" << ly + 11 << "\" font-size=\"12\">"
         << xml_escape(l.items[i]) << "</text>\n";
+  }
+  double y = (l.at.empty() ? l.legend : l.at.back().second) + 40;
+  for (const std::string& note : c.notes) {
+    svg << "<text x=\"" << l.left << "\" y=\"" << y << "\" font-size=\"12\" fill=\"#333333\">"
+        << xml_escape(note) << "</text>\n";
+    y += 18;
   }
 }
 

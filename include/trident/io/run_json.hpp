@@ -3,15 +3,86 @@
 // (train/report.hpp) — shared by the training programs, which add their model's shape.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "../train/report.hpp"
+#include "../train/report_formulas.hpp"
 #include "train_cli.hpp"
 
 namespace trident {
+
+// The formulas next to the report's values, as the text report prints them: each form with its
+// inputs (train/report_formulas.hpp). The model's own (TP's calls, the pipeline split) are added
+// by the program, which knows the model (io/train_program.hpp).
+inline nlohmann::json formulas_json(const TrainOptions& o, const RunReport& report) {
+  const plan::Precision& p = report.precision;
+  nlohmann::json f;
+  f["model_states"] = {
+      {"form", zero_states_form(o.zero.stage, p)},
+      {"source", "Rajbhandari et al. 2020 (ZeRO) §5.1"},
+      {"bytes_per_element",
+       {{"parameters", p.param_bytes}, {"gradients", p.grad_bytes}, {"K", p.optimizer_bytes}}},
+      {"Nd", o.mesh.dp * o.mesh.cp},
+      {"psi",
+       "ranks[k].psi: the parameters of rank k's TP shard of its pipeline stage, padded "
+       "to a multiple of Nd"}};
+  if (o.mesh.pp > 1) {
+    const BubbleForm b = bubble_form(o);
+    f["bubble"] = {{"form", b.form},
+                   {"fraction", b.fraction},
+                   {"source", b.source},
+                   {"p", o.mesh.pp},
+                   {"m", o.microbatches},
+                   {"v", o.virtual_stages},
+                   {"value", report.bubble_formula}};
+  }
+  double layer = 0;
+  for (const RankFigures& r : report.ranks) layer = std::max(layer, r.layer_activations);
+  const double declared = report.ranks.empty() ? std::nan("") : report.ranks[0].layer_formula;
+  f["layer_activations_bytes"] = {
+      {"measured", layer},
+      {"formula", std::isnan(declared) ? nlohmann::json() : nlohmann::json(declared)}};
+  f["traffic"] = {{"convention",
+                   "buffers: each call's whole buffer, as the papers count (an all-reduce of "
+                   "Ψ elements counts Ψ); ranks[k].traffic_wire_bytes_per_step: on the wire"},
+                  {"b_s_h_bytes", report.ranks.empty() ? 0.0 : report.ranks[0].activation},
+                  {"microbatches", o.microbatches},
+                  {"wire",
+                   "a buffer of B bytes over n ranks sends 2(n-1)/n B (all-reduce) or (n-1)/n B "
+                   "(reduce-scatter, all-gather) with a ring or recursive halving and doubling "
+                   "(Thakur et al. 2005); B on a point-to-point link"}};
+  return f;
+}
+
+// Bytes per step per axis.
+inline nlohmann::json traffic_json(const Traffic& t) {
+  return {{"tp", t.tp}, {"pp", t.pp}, {"dp", t.dp}, {"emb", t.emb}, {"cp", t.cp}};
+}
+
+// One rank's figures: memory by kind, model states and traffic next to their formulas.
+inline nlohmann::json rank_json(const RankFigures& r) {
+  return {{"coord", {r.tp, r.pp, r.dp, r.cp}},
+          {"cp_wait_seconds_per_step", r.cp_wait},
+          {"memory_bytes",
+           {{"parameters", r.parameters},
+            {"gradients", r.gradients},
+            {"optimizer", r.optimizer},
+            {"activations_peak", r.activations},
+            {"buffers_peak", r.buffers},
+            {"all_buffers_peak", r.peak_live},
+            {"cached", r.cached},
+            {"peak_rss", r.peak_rss}}},
+          {"model_states_formula_bytes", r.states.total()},
+          {"psi", r.psi},
+          {"traffic_bytes_per_step", traffic_json(r.traffic)},
+          {"traffic_formula_bytes_per_step", traffic_json(r.formula)},
+          {"traffic_wire_bytes_per_step", traffic_json(r.wire)}};
+}
 
 // losses[k] is the loss of step first + k (0-based); tokens_per_s NaN (one step: no measured
 // step) is written as null. config holds the run's options; the model's shape is the caller's.
@@ -45,31 +116,8 @@ inline nlohmann::json run_json(const TrainOptions& o, const RunFlags& f, const s
   j["bubble"] = {{"measured", report.bubble},
                  {"busiest_rank_idle", report.busiest_idle},
                  {"formula", report.bubble_formula}};
-  for (const RankFigures& r : report.ranks)
-    j["ranks"].push_back({{"coord", {r.tp, r.pp, r.dp, r.cp}},
-                          {"cp_wait_seconds_per_step", r.cp_wait},
-                          {"memory_bytes",
-                           {{"parameters", r.parameters},
-                            {"gradients", r.gradients},
-                            {"optimizer", r.optimizer},
-                            {"activations_peak", r.activations},
-                            {"buffers_peak", r.buffers},
-                            {"all_buffers_peak", r.peak_live},
-                            {"cached", r.cached},
-                            {"peak_rss", r.peak_rss}}},
-                          {"model_states_formula_bytes", r.states.total()},
-                          {"traffic_bytes_per_step",
-                           {{"tp", r.traffic.tp},
-                            {"pp", r.traffic.pp},
-                            {"dp", r.traffic.dp},
-                            {"emb", r.traffic.emb},
-                            {"cp", r.traffic.cp}}},
-                          {"traffic_formula_bytes_per_step",
-                           {{"tp", r.formula.tp},
-                            {"pp", r.formula.pp},
-                            {"dp", r.formula.dp},
-                            {"emb", r.formula.emb},
-                            {"cp", r.formula.cp}}}});
+  for (const RankFigures& r : report.ranks) j["ranks"].push_back(rank_json(r));
+  j["formulas"] = formulas_json(o, report);
   return j;
 }
 

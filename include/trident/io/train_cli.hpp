@@ -165,21 +165,20 @@ inline void print_step_legend(double clip) {
 }
 
 // The progress line of step s: loss, gradient norm, learning rate, throughput, time so far;
-// `spike`: the norm is far above the run's typical (gradient_spike), explained the first time.
+// `spike`: the norm is far above the run's typical (gradient_spike), explained where `explain`
+// (the run's first spike: TrainHistory keeps whether it was).
 inline void print_step(int s, const StepResult& r, double tokens, double elapsed,
-                       bool spike = false, double clip = 0) {
-  static bool explained = false;
+                       bool spike = false, double clip = 0, bool explain = false) {
   std::printf("step %5d | loss %.6f | norm %.4f | lr %.2e | %8.0f tokens/s | %7.1f s%s%s\n", s,
               r.loss, r.grad_norm, r.lr, tokens / r.seconds, elapsed,
               r.skipped ? " | skipped: not finite" : "", spike ? " | spike" : "");
-  if (spike && !explained && clip > 0)
+  if (spike && explain && clip > 0)
     std::printf(
         "  spike: the gradient norm is over 5x the recent median (a batch, or the weights after\n"
         "  the last update, far from the typical). Clipping scaled this step's gradient to norm\n"
         "  %g before AdamW, which bounds how far one step moves the weights; the next lines show\n"
         "  whether the loss returns to its trend.\n",
         clip);
-  explained = explained || (spike && clip > 0);
 }
 
 // Whether `norm` is a spike: over 5x the median of the (up to 50) norms before it, given 5.

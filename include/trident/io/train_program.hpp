@@ -32,18 +32,11 @@
 #include <thread>
 #include <vector>
 
-#include "../mesh/topology.hpp"
-#include "../pp/svg.hpp"
 #include "../train/evaluate.hpp"
-#include "../train/report.hpp"
-#include "../train/sample.hpp"
 #include "checkpoint.hpp"
-#include "chrome_trace.hpp"
 #include "cli.hpp"
 #include "device_flag.hpp"
-#include "inference_cli.hpp"
-#include "run_json.hpp"
-#include "train_cli.hpp"
+#include "train_outputs.hpp"
 #include "weights.hpp"
 
 namespace trident {
@@ -58,31 +51,6 @@ struct ProgramHooks {
   // With the data read, before the trainer is built (it may change the options).
   void before_training(const Comm&, cli::App&, TrainOptions&, RunFlags&, const TokenSource&) {}
   void extend_json(nlohmann::json&) const {}
-};
-
-// The program's own flags (the run's are RunFlags: io/train_cli.hpp).
-struct ProgramFlags {
-  TrainOptions o;
-  RunFlags run;  // the mesh, schedule, ZeRO, data, steps, report (io/train_cli.hpp)
-  std::string init, save, dump_grads, trace, svg;
-  // --resume: a checkpoint, or empty for the newest in --checkpoint-dir
-  std::string checkpoint_dir, resume;
-  bool resuming = false;
-  int save_every = 0, keep = 0, stop_after = 0;
-  InferenceFlags inference;  // --eval-every, --sample, ...
-  cli::Option* resume_flag = nullptr;
-};
-
-// What the training loop records: every step's loss, the held-out losses, the skipped steps and
-// the measured steps (all but the first, which warms up).
-struct TrainHistory {
-  int first = 0, last = 0;                 // steps [first, last) run by this process
-  std::vector<double> losses, val_losses;  // val_losses[k]: held-out, after val_steps[k] steps
-  std::vector<double> norms;               // the finite gradient norms so far
-  std::vector<int> val_steps;
-  std::vector<int> skipped;  // steps skipped for a non-finite loss or gradient norm
-  std::vector<StepResult> measured;
-  ReportWindow window;  // opened before the first measured step
 };
 
 namespace program_detail {
@@ -135,7 +103,8 @@ void run_steps(const Comm& world, Tr& t, const ProgramFlags& f, TokenSource& dat
     if (std::isfinite(r.grad_norm)) h.norms.push_back(r.grad_norm);
     if (world.rank() == 0 && s == h.first) print_step_legend(t.options().optimizer.clip);
     if (world.rank() == 0 && (s % f.run.log_every == 0 || s == h.last - 1 || r.skipped || spike))
-      print_step(s, r, tokens, elapsed, spike, t.options().optimizer.clip);
+      print_step(s, r, tokens, elapsed, spike, t.options().optimizer.clip, !h.spike_explained);
+    h.spike_explained = h.spike_explained || spike;
     const int every = f.inference.eval_every;
     if (every > 0 && ((s + 1) % every == 0 || s == h.last - 1)) {
       h.val_losses.push_back(evaluate(t, *held_out, f.inference.eval_batches));
@@ -151,105 +120,6 @@ void run_steps(const Comm& world, Tr& t, const ProgramFlags& f, TokenSource& dat
         std::printf("checkpoint %s (after %d steps)\n", path.c_str(), t.steps_done());
     }
   }
-}
-
-// The timeline of the last measured step: every rank's intervals, gathered on rank 0.
-inline pp::Timeline gather_timeline(const Comm& world, const std::vector<StepResult>& measured) {
-  pp::Timeline timeline{world.size(), {}};
-  std::vector<double> mine;  // 6 numbers per interval
-  for (const pp::Interval& sp :
-       measured.empty() ? std::vector<pp::Interval>{} : measured.back().intervals)
-    mine.insert(mine.end(), {double(world.rank()), double(int(sp.kind)), double(sp.microbatch),
-                             double(sp.chunk), sp.begin, sp.end});
-  const int count = static_cast<int>(mine.size());
-  std::vector<int> counts(world.size());
-  world.all_gather(Span<const int>(&count, 1), Span<int>(counts));
-  const int most = *std::max_element(counts.begin(), counts.end());
-  mine.resize(most, -1.0);
-  std::vector<double> all(std::size_t(most) * world.size());
-  world.all_gather(Span<const double>(mine), Span<double>(all));
-  for (std::size_t k = 0; k + 6 <= all.size(); k += 6)
-    if (all[k] >= 0)
-      timeline.intervals.push_back({int(all[k]), pp::IntervalKind(int(all[k + 1])), int(all[k + 2]),
-                                    int(all[k + 3]), all[k + 4], all[k + 5]});
-  return timeline;
-}
-
-// What the run ends with: throughput, the report, the sample.
-struct Outcome {
-  double tokens_per_s = 0;
-  RunReport report;
-  std::vector<std::int32_t> sampled;
-};
-
-// Rank 0's closing lines: losses and throughput, skipped steps, the report, the sample.
-template <class Tr>
-void print_closing(const Tr& t, const ProgramFlags& f, const TrainHistory& h, const Outcome& x) {
-  char throughput[64] = "n/a tokens/s (one step, which warms up)";
-  if (!h.measured.empty())
-    std::snprintf(throughput, sizeof throughput, "%.0f tokens/s (steps %d..%d)", x.tokens_per_s,
-                  h.first + 1, h.last - 1);
-  std::printf("\n%d steps: loss %.4f -> %.4f | %s | %s\n", h.last - h.first, h.losses.front(),
-              h.losses.back(), throughput, t.mesh().to_string().c_str());
-  if (!h.skipped.empty()) {
-    std::printf("skipped %zu step(s) with a non-finite loss or gradient norm:", h.skipped.size());
-    for (int s : h.skipped) std::printf(" %d", s);
-    std::printf("\n");
-  }
-  print_report(x.report, t.model(), t.options());
-  if (!x.sampled.empty())
-    std::printf(
-        "\nsample (%zu tokens after the prompt, temperature %g, top-k %d, seed %llu):\n%s%s\n",
-        x.sampled.size(), f.inference.sample.temperature, f.inference.sample.top_k,
-        static_cast<unsigned long long>(f.inference.sample.seed), f.inference.prompt.c_str(),
-        tokens_as_text(x.sampled, t.model().vocab()).c_str());
-}
-
-// How a run's timeline is drawn: each row named by its rank, pipeline stage and TP (CP) DP
-// coordinates (rank = tp + TP (cp + CP (dp + DP pp))), time in ms, captioned as measured.
-inline pp::SvgOptions measured_svg(const MeshShape& m, const pp::Timeline& timeline) {
-  pp::SvgOptions o;
-  for (int r = 0; r < timeline.ranks; ++r) {
-    const int tp = r % m.tp, cp = r / m.tp % m.cp, dp = r / (m.tp * m.cp) % m.dp,
-              pp = r / (m.tp * m.cp * m.dp);
-    o.row_names.push_back("rank " + std::to_string(r) + ": stage " + std::to_string(pp) + " (tp " +
-                          std::to_string(tp) + (m.cp > 1 ? ", cp " + std::to_string(cp) : "") +
-                          ", dp " + std::to_string(dp) + ")");
-  }
-  o.time_unit = "ms", o.time_scale = 1e3;
-  const unsigned threads = std::thread::hardware_concurrency();
-  o.caption = "measured: " + std::to_string(timeline.ranks) + " ranks on " +
-              std::to_string(threads) + " hardware threads" +
-              (unsigned(timeline.ranks) > threads
-                   ? "; shared cores: a rank that waits still takes time its neighbours need"
-                   : "");
-  return o;
-}
-
-// Rank 0's files: --trace, --svg, --json.
-template <class P, class Tr>
-void write_outputs(const Comm& world, const P& p, const Tr& t, const ProgramFlags& f,
-                   const TokenSource& data, const TrainHistory& h, const Outcome& x) {
-  const pp::Timeline timeline = gather_timeline(world, h.measured);  // collective: every rank
-  if (world.rank() != 0) return;
-  std::vector<std::string> names;
-  for (int r = 0; r < world.size(); ++r) names.push_back("rank " + std::to_string(r));
-  if (!f.trace.empty()) pp::write_chrome_trace(f.trace, timeline, names);
-  if (!f.svg.empty())
-    pp::write_timeline_svg(f.svg, timeline,
-                           std::string(P::kName) + ", last step, " + t.mesh().to_string(),
-                           program_detail::measured_svg(t.options().mesh, timeline));
-  if (f.run.json.empty()) return;
-  nlohmann::json j = run_json(t.options(), f.run, data.name(), h.losses, h.first, x.tokens_per_s,
-                              h.skipped, x.report);
-  j["config"].update(p.config_json());
-  j["param_count"] = p.parameter_count();
-  j["val_steps"] = h.val_steps;  // val_losses[k]: the held-out loss after val_steps[k] steps
-  j["val_losses"] = h.val_losses;
-  j["sample_tokens"] = x.sampled;
-  j["sample"] = tokens_as_text(x.sampled, t.model().vocab());
-  p.extend_json(j);
-  write_json(f.run.json, j);
 }
 
 // Runs the whole training with compute type T and storage type S on backend B.

@@ -39,6 +39,10 @@ void add_tensors(io::SafetensorsWriter& w, const M& model, const NamedTensors<T>
       const T* whole = tensors.at(p.name).data();
       for (int k = 0; k < n; ++k) {
         const std::vector<std::int64_t> shape = file_shape(p, pieces[k], n);
+        if (n == 1 && !pieces[k].transposed) {  // stored as held (GPT-2's every tensor)
+          w.add(pieces[k].name, whole, shape);
+          continue;
+        }
         std::vector<T> piece(std::size_t(tensors.at(p.name).size()) / n);
         for_each_file_element(p, pieces[k], n, k,
                               [&](std::int64_t f, std::int64_t g) { piece[f] = whole[g]; });

@@ -43,6 +43,18 @@ ModelStates model_state_formula(Trainer<M, T, S, B>& t) {
   return {b.params, b.grads, b.optimizer};
 }
 
+// TP's all-reduces of b·s·h per layer and microbatch that model M declares (kTpCollectives),
+// with full recomputation's; -1 where M declares none.
+template <class M>
+int tp_calls_per_layer(const TrainOptions& o) {
+  if constexpr (declares_tp_collectives<M>::value) {
+    constexpr TpCollectives k = M::kTpCollectives;
+    return k.per_layer + (o.recompute == Recompute::full ? k.recomputed : 0);
+  } else {
+    return -1;
+  }
+}
+
 namespace traffic_detail {
 
 // The (N, C) activation handed between stages, bytes: the chunks' (n, C) times TP under SP.
@@ -70,7 +82,7 @@ double chunk_tp_bytes(Trainer<M, T, S, B>& t, int c) {
   // counts it twice (the same traffic in the paper's units: 2 b s h either way)
   const double op = (sp ? 2 : 1) * activation_bytes(t);
   const int halves = 2 * s.layers - s.from_second_half - s.to_first_half;  // half of each in each
-  const int per_layer = k.per_layer + (o.recompute == Recompute::full ? k.recomputed : 0);
+  const int per_layer = tp_calls_per_layer<M>(o);
   double per_mb = halves * per_layer * op / 2;
   if (s.first() && k.vocab_parallel_ends) per_mb += op;
   if (s.last() && k.vocab_parallel_ends) per_mb += op + 3 * rows;

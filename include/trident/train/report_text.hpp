@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "report_figures.hpp"
+#include "report_formulas.hpp"
 
 namespace trident {
 
@@ -77,21 +78,11 @@ inline void print_pipeline_bubble(const RunReport& r, const TrainOptions& o) {
   char bubble[32] = "n/a";
   if (!std::isnan(r.bubble)) std::snprintf(bubble, sizeof bubble, "%.3f", r.bubble);
   const int p = o.mesh.pp, m = o.microbatches, v = o.virtual_stages;
-  if (o.schedule == pp::ScheduleKind::zb_h1)
-    std::printf(
-        "\npipeline bubble: measured %s, formula (p-1)/(3m+p-1) = %d/%d = %.3f for equal F, B, W\n"
-        "  (Qi et al. 2023; p=%d, m=%d)\n",
-        bubble, p - 1, 3 * m + p - 1, r.bubble_formula, p, m);
-  else if (o.schedule == pp::ScheduleKind::zbv)
-    std::printf(
-        "\npipeline bubble: measured %s, idle/(3m+idle) with idle = max((p-1)/2, 2p-1-m) = %.3f\n"
-        "  for equal F, B, W (the simulated ZB-V; Qi et al. 2024: 0; p=%d, m=%d)\n",
-        bubble, r.bubble_formula, p, m);
-  else
-    std::printf(
-        "\npipeline bubble: measured %s, formula (p-1)/(%sm+p-1) = %d/%d = %.3f (p=%d, m=%d%s)\n",
-        bubble, v > 1 ? "v " : "", p - 1, v * m + p - 1, r.bubble_formula, p, m,
-        v > 1 ? (", v=" + std::to_string(v)).c_str() : "");
+  const BubbleForm f = bubble_form(o);
+  std::printf("\npipeline bubble: measured %s, formula %s = %s%s%.3f\n  (%s; p=%d, m=%d%s)\n",
+              bubble, f.form.c_str(), f.fraction.c_str(), f.fraction.empty() ? "" : " = ",
+              r.bubble_formula, f.source.c_str(), p, m,
+              v > 1 ? (", v=" + std::to_string(v)).c_str() : "");
   if (std::isnan(r.bubble)) return;
   std::printf(
       "  the busiest rank idles %.3f of the step: fill and drain; the rest of the measured\n"
@@ -143,17 +134,6 @@ inline std::string with_commas(double count) {
     out += digits[k];
   }
   return out;
-}
-
-// The ZeRO paper's per-rank model states (§5.1) as a form in bytes per element: stage 0
-// 2Psi + 2Psi + K Psi, 1: ... + K Psi/Nd, 2: 2Psi + (2 + K) Psi/Nd, 3: (2 + 2 + K) Psi/Nd.
-inline std::string zero_states_form(int stage, const plan::Precision& p) {
-  auto b = [](double bytes) { return std::to_string(int(bytes)); };
-  const std::string P = b(p.param_bytes), G = b(p.grad_bytes), K = b(p.optimizer_bytes);
-  if (stage == 0) return P + "Ψ + " + G + "Ψ + " + K + "Ψ";
-  if (stage == 1) return P + "Ψ + " + G + "Ψ + " + K + "Ψ/Nd";
-  if (stage == 2) return P + "Ψ + (" + G + " + " + K + ")Ψ/Nd";
-  return "(" + P + " + " + G + " + " + K + ")Ψ/Nd";
 }
 
 // Under the memory table: the model states' formula with its inputs, and what the columns hold.
@@ -276,7 +256,7 @@ void print_tp_formula(const TrainOptions& o) {
   if constexpr (declares_tp_collectives<M>::value) {
     if (o.mesh.tp == 1) return;
     constexpr TpCollectives k = M::kTpCollectives;
-    const int calls = k.per_layer + (o.recompute == Recompute::full ? k.recomputed : 0);
+    const int calls = tp_calls_per_layer<M>(o);
     std::printf(
         "TP formula: %d calls of b·s·h per layer and microbatch (kTpCollectives%s) x the\n"
         "  stage's layers x m%s\n%s",
