@@ -157,7 +157,7 @@ void across_leaders(MPI_Comm leaders, Span<T> buf, ReduceOp op, const Waiting& w
       "MPI_Ialltoallv");
   trident::detail::complete(request, nullptr, what);
   T* out = buf.data() + starts[me];
-  std::memcpy(out, pieces.data(), mine * sizeof(T));
+  if (mine > 0) std::memcpy(out, pieces.data(), mine * sizeof(T));  // a node's piece may be empty
   for (int j = 1; j < k; ++j)
     for (int i = 0; i < mine; ++i) out[i] = combine(out[i], pieces[j * mine + i], op);
   check_mpi(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf.data(), counts.data(),

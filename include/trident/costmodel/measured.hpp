@@ -30,7 +30,7 @@ struct MeasuredRun {
 // report is complete on world rank 0.
 template <class T, class S>
 MeasuredRun measure_steps(const Comm& world, gpt2::Trainer<T, S>& t, int steps) {
-  require(steps >= 1, "measure_run: at least one measured step");
+  require(steps >= 1, "measure_steps: at least one measured step");
   const ReportWindow window(t);
   std::vector<StepResult> results;
   MeasuredRun run;

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -27,13 +28,14 @@ struct HeldStep {
 inline std::vector<std::vector<HeldStep>> activations_in_flight(const Timeline& timeline) {
   using Key = std::tuple<int, int, int>;  // row, microbatch, chunk
   auto key = [](const Interval& s) { return Key{s.rank, s.microbatch, s.chunk}; };
-  std::map<Key, bool> split;  // has a W pass: W releases, not B
+  std::set<Key> split;  // has a W pass: W releases, not B
   for (const Interval& s : timeline.intervals)
-    if (s.kind == IntervalKind::weight) split[key(s)] = true;
+    if (s.kind == IntervalKind::weight) split.insert(key(s));
   std::map<Key, std::pair<double, double>> held;  // first forward's begin, last release's end
   for (const Interval& s : timeline.intervals) {
     const bool starts = s.kind == IntervalKind::forward,
-               releases = s.kind == (split[key(s)] ? IntervalKind::weight : IntervalKind::backward);
+               releases =
+                   s.kind == (split.count(key(s)) ? IntervalKind::weight : IntervalKind::backward);
     if (!starts && !releases) continue;
     auto [it, fresh] = held.try_emplace(key(s), s.begin, s.end);
     if (starts) it->second.first = fresh ? s.begin : std::min(it->second.first, s.begin);
