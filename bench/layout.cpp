@@ -5,7 +5,7 @@
 // fastest measured of its few) next to the fastest of the sweep, and the rank correlation of
 // predicted and measured step times (Kendall's tau-b).
 //
-//   mpiexec -n 8 ./bench_layout [--sweep 24] [--trials 4] [--steps 2]
+//   mpiexec -n 8 ./bench_layout [--sweep 24] [--trials 4] [--steps 2] [--calibration-cache F]
 //   sh cmake/cluster.sh --nodes 2 --ranks-per-node 4 --link 1gbit -- build/bench/bench_layout
 //
 // Model: examples/comparison.hpp's (L=8, C=256, H=8, V=4096, T=128, batch 16), float.
@@ -55,6 +55,31 @@ std::vector<int> sweep_of(int ranked, int trials, int count) {
   return sweep;
 }
 
+// Each layout of the sweep predicted next to measured; the pick (the fastest measured of the
+// first `trials`) next to the sweep's fastest; Kendall's tau.
+void print_sweep(const LayoutChoice& c, const std::vector<int>& sweep, int trials) {
+  std::printf("%9s %-44s %11s %10s %6s\n", "predicted", "layout", "step s pred", "step meas",
+              "ratio");
+  std::vector<double> predicted, measured;
+  int pick = sweep.front(), best = sweep.front();
+  for (int k : sweep) {
+    const LayoutCandidate& x = c.fitting[std::size_t(k)];
+    predicted.push_back(x.predicted_s), measured.push_back(x.measured_s);
+    if (k < trials && x.measured_s < c.fitting[std::size_t(pick)].measured_s) pick = k;
+    if (x.measured_s < c.fitting[std::size_t(best)].measured_s) best = k;
+    std::printf("%9d %-44s %11.4f %10.4f %6.2f\n", k + 1, layout_name(x.options).c_str(),
+                x.predicted_s, x.measured_s, x.predicted_s / x.measured_s);
+  }
+  const double picked = c.fitting[std::size_t(pick)].measured_s,
+               fastest = c.fitting[std::size_t(best)].measured_s;
+  std::printf(
+      "\n--layout auto picks %s (measured %.4f s), the sweep's fastest is %s (%.4f s): "
+      "%.3f x; Kendall's tau of predicted vs measured over the %zu layouts: %.2f\n",
+      layout_name(c.fitting[std::size_t(pick)].options).c_str(), picked,
+      layout_name(c.fitting[std::size_t(best)].options).c_str(), fastest, picked / fastest,
+      sweep.size(), kendall_tau(predicted, measured));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -71,9 +96,15 @@ int main(int argc, char** argv) {
     app.add_option("--sweep", count, "layouts measured")->capture_default_str();
     app.add_option("--trials", search.trials, "layouts --layout auto tries")->capture_default_str();
     app.add_option("--steps", steps, "measured steps per layout")->capture_default_str();
+    search.calibration_cache = default_calibration_cache();
+    app.add_option("--calibration-cache", search.calibration_cache,
+                   "the calibration kept and reused (costmodel/calibration_cache.hpp); none: "
+                   "measure every time")
+        ->capture_default_str();
     parse_command_line(app, argc, argv, world);
     require(count >= 2 && search.trials >= 1 && steps >= 1,
             "--sweep must be at least 2, --trials and --steps at least 1");
+    if (search.calibration_cache == "none") search.calibration_cache.clear();
     const int threads = configure_threads(world);
     const Precision precision = trident_precision<float, float>();
     LayoutChoice c = rank_layouts(world, base, search, precision);
@@ -84,29 +115,12 @@ int main(int argc, char** argv) {
     if (world.rank() != 0) return 0;
     std::printf(
         "# bench_layout: %d ranks x %d thread(s) on %d cores (%d nodes); GPT L=%d C=%d "
-        "H=%d V=%d T=%d, batch %d; %d valid layouts, %zu measured\n",
+        "H=%d V=%d T=%d, batch %d; %d valid layouts, %zu measured, %d steps each; calibration "
+        "%.1f s (%d measurements reused, %d taken)\n",
         world.size(), threads, cores_available(), nodes, base.model.layers, base.model.hidden,
-        base.model.heads, base.model.vocab, base.model.seq, base.batch, c.valid, sweep.size());
-    std::printf("%9s %-44s %11s %10s %6s\n", "predicted", "layout", "step s pred", "step meas",
-                "ratio");
-    std::vector<double> predicted, measured;
-    int pick = sweep.front(), best = sweep.front();
-    for (int k : sweep) {
-      const LayoutCandidate& x = c.fitting[std::size_t(k)];
-      predicted.push_back(x.predicted_s), measured.push_back(x.measured_s);
-      if (k < search.trials && x.measured_s < c.fitting[std::size_t(pick)].measured_s) pick = k;
-      if (x.measured_s < c.fitting[std::size_t(best)].measured_s) best = k;
-      std::printf("%9d %-44s %11.4f %10.4f %6.2f\n", k + 1, layout_name(x.options).c_str(),
-                  x.predicted_s, x.measured_s, x.predicted_s / x.measured_s);
-    }
-    const double picked = c.fitting[std::size_t(pick)].measured_s,
-                 fastest = c.fitting[std::size_t(best)].measured_s;
-    std::printf(
-        "\n--layout auto picks %s (measured %.4f s), the sweep's fastest is %s (%.4f s): "
-        "%.3f x; Kendall's tau of predicted vs measured over the %zu layouts: %.2f\n",
-        layout_name(c.fitting[std::size_t(pick)].options).c_str(), picked,
-        layout_name(c.fitting[std::size_t(best)].options).c_str(), fastest, picked / fastest,
-        sweep.size(), kendall_tau(predicted, measured));
+        base.model.heads, base.model.vocab, base.model.seq, base.batch, c.valid, sweep.size(),
+        steps, c.calibration_s, c.calibration_reused, c.calibration_measured);
+    print_sweep(c, sweep, search.trials);
     return 0;
   });
 }

@@ -76,15 +76,23 @@ struct GptProgram : ProgramHooks {
       tried.push_back({{"layout", costmodel::layout_name(x.options)},
                        {"peak_bytes_predicted", x.peak_bytes},
                        {"peak_bytes_measured", x.measured_peak},
+                       {"buffer_bytes_predicted", x.buffer_bytes},
+                       {"buffer_bytes_measured", x.measured_buffers},
                        {"step_s_predicted", x.predicted_s},
                        {"step_s_measured", x.measured_s},
                        {"chosen", k == c.winner}});
     }
     return {{"valid", c.valid},
+            {"refused_by_validate", c.refused},
             {"over_memory_limit", c.over_memory},
             {"memory_limit_bytes", c.memory_limit},
             {"ranked", c.fitting.size()},
-            {"tried", tried}};
+            {"tried", tried},
+            {"calibration",
+             {{"seconds", c.calibration_s},
+              {"reused", c.calibration_reused},
+              {"measured", c.calibration_measured},
+              {"cache", c.calibration_cache}}}};
   }
 };
 

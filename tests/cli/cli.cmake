@@ -220,16 +220,29 @@ set(layout_auto ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 4 $<TARGET_FILE:tr
     --steps 2 --layout auto --layout-trials 2 --memory-limit 64)
 string(REPLACE ";" "|" layout_auto "${layout_auto}")
 add_test(NAME cli.layout_auto COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${layout_auto}"
-         "-DEXPECT=layout auto: |over the memory limit (64.0 MiB per rank)|<- chosen (fastest measured)|2 steps: loss"
+         "-DEXPECT=layout auto: |refused by the trainer's validate|over the memory limit (64.0 MiB per rank)|calibration: |measurements reused from ${CMAKE_CURRENT_BINARY_DIR}/cache/calibration.tsv|<- chosen (fastest measured)|2 steps: loss"
          -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_output.cmake)
-set_tests_properties(cli.layout_auto PROPERTIES TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=1")
+set_tests_properties(cli.layout_auto PROPERTIES TIMEOUT 300 ENVIRONMENT
+  "OMP_NUM_THREADS=1;TRIDENT_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/cache")
 set(dry_run ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 $<TARGET_FILE:train_gpt> ${tiny}
     --pp 2 --schedule zb-h1 --microbatches 2 --dry-run)
 string(REPLACE ";" "|" dry_run "${dry_run}")
 add_test(NAME cli.dry_run COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${dry_run}"
-         "-DEXPECT=dry run, TP1-PP2-DP1 ZeRO-0 zb-h1 m=2: memory per rank|stage     params"
+         "-DEXPECT=dry run, TP1-PP2-DP1 ZeRO-0 zb-h1 m=2: memory per rank|trident_buffers.hpp|activations    buffers      total"
          -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_output.cmake)
 set_tests_properties(cli.dry_run PROPERTIES TIMEOUT 60 ENVIRONMENT "OMP_NUM_THREADS=1")
+# bf16 mixed precision: its trials run in bf16; the calibration (float kernels) reused from the
+# test above when it ran first, on the same ranks and build
+set(layout_auto_bf16 ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 4 $<TARGET_FILE:train_gpt> ${tiny}
+    --steps 2 --layout auto --layout-trials 1 --precision bf16)
+string(REPLACE ";" "|" layout_auto_bf16 "${layout_auto_bf16}")
+add_test(NAME cli.layout_auto_bf16 COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${layout_auto_bf16}"
+         "-DEXPECT=layout auto: |<- chosen (fastest measured)|float/bf16|2 steps: loss"
+         -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_output.cmake)
+set_tests_properties(cli.layout_auto_bf16 PROPERTIES TIMEOUT 300 ENVIRONMENT
+  "OMP_NUM_THREADS=1;TRIDENT_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/cache")
+trident_cli_error(layout_auto_double RANKS 2 PROGRAM train_gpt ARGS ${tiny} --layout auto
+  --dtype double EXPECT "--layout auto calibrates float kernels on the CPU: --device cpu --dtype float")
 trident_cli_error(layout_auto_mesh_flag RANKS 2 PROGRAM train_gpt ARGS ${tiny} --layout auto --tp 2
   EXPECT "--layout auto chooses --tp itself: leave it out, or use --layout manual")
 trident_cli_error(layout_auto_memory RANKS 2 PROGRAM train_gpt ARGS ${tiny} --layout auto

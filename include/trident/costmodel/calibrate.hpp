@@ -314,6 +314,11 @@ inline Calibration calibrate_compute(const Comm& world, const LayerShape& shape,
 inline void measure_calls(const Comm& world, Calibration::Calls& known,
                           const std::vector<std::pair<CommOp, int>>& calls, double gemm_flops,
                           double work_s, std::size_t largest_crossing = std::size_t(4) << 20) {
+  std::vector<std::pair<CommOp, int>> missing;
+  for (const auto& [op, group] : calls)
+    if (group >= 2 && group <= world.size() && !known.count({op, group}))
+      missing.emplace_back(op, group);
+  if (missing.empty()) return;  // the same on every rank: no communicator made, nothing timed
   const int rows = 256, inner = 256, cols = 1024;
   std::vector<float> x(std::size_t(rows) * inner, 0.5f), w(std::size_t(inner) * cols, 0.25f);
   std::vector<float> y(std::size_t(rows) * cols);
@@ -325,8 +330,8 @@ inline void measure_calls(const Comm& world, Calibration::Calls& known,
                            backend::cview(w.data(), inner, cols), false, false, 0.f);
   };
   const int node_ranks = node_comm(world).size();
-  for (const auto& [op, group] : calls)
-    if (group >= 2 && group <= world.size() && !known.count({op, group})) {
+  for (const auto& [op, group] : missing)
+    if (!known.count({op, group})) {  // listed twice
       const std::size_t largest = group > node_ranks
                                       ? std::min(largest_crossing, std::size_t(4) << 20)
                                       : std::size_t(4) << 20;

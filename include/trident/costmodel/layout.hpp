@@ -3,57 +3,61 @@
 // Every layout of the model on the world's ranks is enumerated — meshes TP x CP x PP x DP, ZeRO
 // stages, microbatches (1 without a pipeline; p or 2p with one), the schedules 1F1B, ZB-H1,
 // interleaved and ZB-V (v = 2), SP, full recomputation — and the valid ones (the trainer's own
-// validate) kept. Those whose predicted peak (model states and activations of the most loaded
-// rank, costmodel/trident_memory.hpp: to the byte) exceeds the memory limit are dropped; the
-// rest are ranked by the step time the cost model predicts (predict.hpp) on this machine,
-// calibrated once per per-rank shape and group size (below); the best few are run for a few
-// steps each (measured.hpp) and the fastest measured wins. Every rank takes the same decision:
-// the enumeration is the same everywhere and a measured step time is the slowest rank's.
-//
-// Calibration for many layouts: the compute rates are measured once per (TP, CP, split, SP) at
-// one sequence per microbatch and scaled by the sequences a microbatch holds (a layer's other
-// kernels and the loss are linear in them); each call (operation, group size) once, the loop's
-// after 5 ms of compute. On two nodes the link between them is measured (inter_node.hpp) and
-// every call whose groups cross it priced on it; CP is then left out of the search (the link's
-// pricing knows the TP, DP and PP groups only).
+// validate) kept. Those whose predicted peak (model states, activations and communication
+// buffers of the most loaded rank: trident_memory.hpp, trident_buffers.hpp) exceeds the memory
+// limit are dropped; the rest are ranked by the step time the cost model predicts (predict.hpp)
+// on this machine (layout_calibration.hpp: each rate measured once, kept per machine and build);
+// the best few are run for a few steps each (measured.hpp) and the fastest measured wins. Every
+// rank takes the same decision: the enumeration is the same everywhere and a measured step time
+// is the slowest rank's. On two nodes CP is left out of the search (the link's pricing knows
+// the TP, DP and PP groups only).
 #pragma once
 
 #include <unistd.h>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "../plan/planner.hpp"
 #include "inter_node.hpp"
+#include "layout_calibration.hpp"
 #include "measured.hpp"
+#include "trident_buffers.hpp"
 
 namespace trident::costmodel {
 
 struct LayoutSearch {
-  double memory_limit = 0;       // bytes per rank (model states + activations); 0: no limit
+  double memory_limit = 0;       // bytes per rank (states, activations, buffers); 0: no limit
   bool context_parallel = true;  // CP > 1 layouts (not across nodes)
   int trials = 4;                // layouts run, the best predicted
   int trial_steps = 2;           // measured steps each, after one that warms up
   std::vector<int> zero_stages{0, 1, 2, 3};
+  std::string calibration_cache;  // measurements kept and reused (calibration_cache.hpp); "": none
 };
 
+// Peaks are a rank's model states + peak activations + peak communication buffers (each kind's
+// own peak, as MemoryStats counts them), the most of any rank.
 struct LayoutCandidate {
   gpt2::Options options;
-  double peak_bytes = 0;     // predicted: the most loaded rank's model states and activations
-  double predicted_s = 0;    // predicted step time
-  double measured_s = 0;     // measured step time (0: not tried)
-  double measured_peak = 0;  // measured states + peak activations, the most of any rank
+  double peak_bytes = 0;        // predicted
+  double buffer_bytes = 0;      // predicted, of peak_bytes: the buffers (trident_buffers.hpp)
+  double predicted_s = 0;       // predicted step time
+  double measured_s = 0;        // measured step time (0: not tried)
+  double measured_peak = 0;     // measured
+  double measured_buffers = 0;  // measured, of measured_peak: the buffers
 };
 
 struct LayoutChoice {
-  int valid = 0, over_memory = 0;        // layouts enumerated and valid; dropped for memory
+  int valid = 0, refused = 0;  // layouts enumerated that the trainer's validate took and refused
+  int over_memory = 0;         // valid layouts dropped for memory
   std::vector<LayoutCandidate> fitting;  // the others, by predicted step time
   int tried = 0, winner = 0;             // fitting[0, tried) were run; fitting[winner] won
   double memory_limit = 0;
+  double calibration_s = 0;                              // seconds the calibration took here
+  int calibration_reused = 0, calibration_measured = 0;  // measurements from the cache, taken
+  std::string calibration_cache;                         // its file ("": none)
   const gpt2::Options& chosen() const { return fitting[std::size_t(winner)].options; }
 };
 
@@ -75,18 +79,26 @@ inline std::string layout_name(const gpt2::Options& o) {
   return s;
 }
 
-// The predicted peak of model states and activations over the pipeline stages.
-inline double predicted_peak(const gpt2::Options& o, const Precision& p) {
-  double peak = 0;
-  for (int s = 0; s < o.mesh.pp; ++s)
-    peak = std::max(peak, stage_model_states(o, s, p).total() + stage_activation_bytes(o, s, p));
+// The predicted peak of model states, activations and buffers over the pipeline stages: the
+// total's and that stage's buffers.
+struct PredictedPeak {
+  double total = 0, buffers = 0;
+};
+inline PredictedPeak predicted_peak(const gpt2::Options& o, const Precision& p) {
+  PredictedPeak peak;
+  for (int s = 0; s < o.mesh.pp; ++s) {
+    const double b = stage_buffer_bytes(o, s, p);
+    const double total = stage_model_states(o, s, p).total() + stage_activation_bytes(o, s, p) + b;
+    if (total > peak.total) peak = {total, b};
+  }
   return peak;
 }
 
 namespace detail {
 // The layouts of mesh `mesh` (microbatches, schedules, SP, recomputation, ZeRO) that validate.
-inline void add_mesh_layouts(std::vector<gpt2::Options>& out, const gpt2::Options& base,
-                             const MeshShape& mesh, const LayoutSearch& s, int world) {
+inline void add_mesh_layouts(std::vector<gpt2::Options>& out, int& refused,
+                             const gpt2::Options& base, const MeshShape& mesh,
+                             const LayoutSearch& s, int world) {
   if (base.batch % mesh.dp) return;
   const int rows = base.batch / mesh.dp, p = mesh.pp;
   using K = pp::ScheduleKind;
@@ -106,6 +118,7 @@ inline void add_mesh_layouts(std::vector<gpt2::Options>& out, const gpt2::Option
             try {
               validate(o, world);
             } catch (const Error&) {
+              ++refused;
               continue;
             }
             out.push_back(o);
@@ -113,76 +126,43 @@ inline void add_mesh_layouts(std::vector<gpt2::Options>& out, const gpt2::Option
 }
 }  // namespace detail
 
-// Every valid layout of `base`'s model, batch and optimizer on `world` ranks.
+// Every valid layout of `base`'s model, batch and optimizer on `world` ranks; `refused` (when
+// given) counts those enumerated that the trainer's validate refused.
 inline std::vector<gpt2::Options> layout_candidates(const gpt2::Options& base, int world,
-                                                    const LayoutSearch& s = {}) {
+                                                    const LayoutSearch& s = {},
+                                                    int* refused = nullptr) {
   std::vector<gpt2::Options> out;
+  int no = 0;
   for (int tp : plan::divisors(world, world))
     for (int cp : plan::divisors(world / tp, s.context_parallel ? world : 1))
       for (int pp : plan::divisors(world / (tp * cp), base.model.layers))
-        detail::add_mesh_layouts(out, base, {tp, pp, world / (tp * cp * pp), cp}, s, world);
+        detail::add_mesh_layouts(out, no, base, {tp, pp, world / (tp * cp * pp), cp}, s, world);
+  if (refused) *refused = no;
   return out;
 }
-
-// This machine's rates for many layouts (see the top of the file). Collective: every rank must
-// ask for the same layouts in the same order.
-class LayoutCalibration {
- public:
-  // Collective: on two nodes, measures the link (at TRIDENT_LINK_BPS, cmake/cluster.sh's, or
-  // 1 Gbit/s nominal).
-  explicit LayoutCalibration(const Comm& world) : nodes_{node_comm(world).size()} {
-    nodes_count_ = world.size() / nodes_.ranks_per_node;
-    if (nodes_count_ != 2) return;
-    const char* bps = std::getenv("TRIDENT_LINK_BPS");
-    link_ = measure_link(world, nodes_, (bps ? std::atof(bps) : 1e9) / 8).bandwidth;
-  }
-  int nodes() const { return nodes_count_; }
-
-  Machine machine(const Comm& world, const gpt2::Options& o) {
-    LayerShape shape = layer_shape(o);
-    const int sequences = shape.B;
-    const auto key = std::make_tuple(o.mesh.tp, o.mesh.cp, int(o.cp_split), shape.n < shape.N());
-    if (!compute_.count(key)) {
-      LayerShape one = shape;
-      one.B = 1, one.n = shape.n / sequences;
-      compute_[key] = calibrate_compute(world, one);
-    }
-    Calibration c = compute_.at(key);
-    c.layer_kernels_s *= sequences, c.head_kernels_s *= sequences;
-    measure_calls(world, calls_, after_calls(o), c.gemm_flops, 0);
-    measure_calls(world, loop_calls_, loop_calls(o), c.gemm_flops, kGap);
-    c.calls = calls_, c.loop_calls = loop_calls_, c.gap_s = kGap;
-    return link_ > 0 ? over_link(measured_machine(c), o, nodes_, link_) : measured_machine(c);
-  }
-
- private:
-  static constexpr double kGap = 0.005;
-  InterNode nodes_;
-  int nodes_count_ = 1;
-  double link_ = 0;  // bytes/s each way between two nodes, as MPI gets it
-  std::map<std::tuple<int, int, int, bool>, Calibration> compute_;
-  Calibration::Calls calls_, loop_calls_;
-};
 
 // The layouts of `base` on `world`'s ranks within the memory limit, by predicted step time (none
 // tried yet); trident::Error when none is valid or none fits. Collective.
 inline LayoutChoice rank_layouts(const Comm& world, const gpt2::Options& base,
                                  const LayoutSearch& s, const Precision& p) {
-  LayoutCalibration cal(world);
+  const double started = trident::detail::now_seconds();
+  CalibrationCache cache(world, s.calibration_cache);
+  LayoutCalibration cal(world, cache);
   LayoutSearch search = s;
   search.context_parallel = s.context_parallel && cal.nodes() == 1;
-  const std::vector<gpt2::Options> all = layout_candidates(base, world.size(), search);
+  LayoutChoice c;
+  const std::vector<gpt2::Options> all = layout_candidates(base, world.size(), search, &c.refused);
   require(!all.empty(), "no valid layout of the model on " + std::to_string(world.size()) +
                             " ranks: no mesh TP x CP x PP x DP of them divides its " +
                             std::to_string(base.model.heads) + " heads, " +
                             std::to_string(base.model.layers) + " layers, " +
                             std::to_string(base.model.seq) + " tokens and batch of " +
                             std::to_string(base.batch));
-  LayoutChoice c;
   c.valid = int(all.size()), c.memory_limit = s.memory_limit;
   LayoutCandidate smallest;
   for (const gpt2::Options& o : all) {
-    LayoutCandidate k{o, predicted_peak(o, p)};
+    const PredictedPeak peak = predicted_peak(o, p);
+    LayoutCandidate k{o, peak.total, peak.buffers};
     if (smallest.peak_bytes == 0 || k.peak_bytes < smallest.peak_bytes) smallest = k;
     if (s.memory_limit > 0 && k.peak_bytes > s.memory_limit)
       ++c.over_memory;
@@ -197,6 +177,10 @@ inline LayoutChoice rank_layouts(const Comm& world, const gpt2::Options& base,
                                   layout_name(smallest.options));
   for (LayoutCandidate& k : c.fitting)
     k.predicted_s = predict(k.options, p, cal.machine(world, k.options)).step_s;
+  cache.save(world);
+  c.calibration_s = world.all_reduce_value(trident::detail::now_seconds() - started, ReduceOp::max);
+  c.calibration_reused = cache.reused(), c.calibration_measured = cache.measured();
+  c.calibration_cache = s.calibration_cache;
   std::stable_sort(c.fitting.begin(), c.fitting.end(),
                    [](const LayoutCandidate& a, const LayoutCandidate& b) {
                      return a.predicted_s < b.predicted_s;
@@ -205,15 +189,16 @@ inline LayoutChoice rank_layouts(const Comm& world, const gpt2::Options& base,
 }
 
 // Layout x measured: `steps` steps after one that warms up; the step time is the slowest rank's
-// (the same on every rank), the peak the most of any rank's states and activations (world rank
-// 0). Collective.
+// (the same on every rank), the peak the most of any rank's states, activations and buffers
+// (world rank 0). Collective.
 template <class T, class S>
 void measure_layout(const Comm& world, LayoutCandidate& x, const TokenSource& data, int steps) {
   const MeasuredRun m = measure_run<T, S>(world, x.options, data, steps);
   x.measured_s = m.step_s;
-  for (const RankFigures& r : m.report.ranks)
-    x.measured_peak =
-        std::max(x.measured_peak, r.parameters + r.gradients + r.optimizer + r.activations);
+  for (const RankFigures& r : m.report.ranks) {
+    const double total = r.parameters + r.gradients + r.optimizer + r.activations + r.buffers;
+    if (total > x.measured_peak) x.measured_peak = total, x.measured_buffers = r.buffers;
+  }
 }
 
 // rank_layouts, then the best `s.trials` measured and the fastest of them the winner. Collective.
@@ -237,16 +222,25 @@ inline void print_layout_choice(const LayoutChoice& c, int world) {
   if (c.memory_limit > 0)
     std::snprintf(limit, sizeof limit, "%.1f MiB per rank", c.memory_limit / MiB);
   std::printf(
-      "\nlayout auto: %d valid layouts on %d ranks; %d over the memory limit (%s); %zu ranked by "
-      "the cost model calibrated here (costmodel/predict.hpp), the best %d run for a few steps "
-      "each; peak = model states + activations of the most loaded rank, MiB\n",
-      c.valid, world, c.over_memory, limit, c.fitting.size(), c.tried);
-  std::printf("%4s %-44s %10s %10s %11s %10s\n", "rank", "layout", "peak pred", "peak meas",
-              "step s pred", "step meas");
+      "\nlayout auto: %d valid layouts on %d ranks (%d more enumerated, refused by the trainer's "
+      "validate); %d over the memory limit (%s); %zu ranked by the cost model calibrated here "
+      "(costmodel/predict.hpp), the best %d run for a few steps each; peak = model states + "
+      "activations + communication buffers of the most loaded rank, MiB\n",
+      c.valid, world, c.refused, c.over_memory, limit, c.fitting.size(), c.tried);
+  if (c.calibration_cache.empty())
+    std::printf("calibration: %d measurements in %.1f s (no cache file)\n", c.calibration_measured,
+                c.calibration_s);
+  else
+    std::printf("calibration: %d measurements reused from %s, %d taken, %.1f s\n",
+                c.calibration_reused, c.calibration_cache.c_str(), c.calibration_measured,
+                c.calibration_s);
+  std::printf("%4s %-44s %10s %10s %9s %9s %11s %10s\n", "rank", "layout", "peak pred", "peak meas",
+              "buf pred", "buf meas", "step s pred", "step meas");
   for (int k = 0; k < c.tried; ++k) {
     const LayoutCandidate& x = c.fitting[std::size_t(k)];
-    std::printf("%4d %-44s %10.2f %10.2f %11.4f %10.4f%s\n", k + 1, layout_name(x.options).c_str(),
-                x.peak_bytes / MiB, x.measured_peak / MiB, x.predicted_s, x.measured_s,
+    std::printf("%4d %-44s %10.2f %10.2f %9.2f %9.2f %11.4f %10.4f%s\n", k + 1,
+                layout_name(x.options).c_str(), x.peak_bytes / MiB, x.measured_peak / MiB,
+                x.buffer_bytes / MiB, x.measured_buffers / MiB, x.predicted_s, x.measured_s,
                 k == c.winner ? "  <- chosen (fastest measured)" : "");
   }
   std::fflush(stdout);

@@ -111,6 +111,10 @@ inline Calibration calibrate_run(const Comm& world, const gpt2::Options& o, cons
 #ifdef TRIDENT_PREBUILT_INSTANCES  // compiled once in instances/ (models/gpt2/trainer.hpp)
 extern template trident::costmodel::MeasuredRun trident::costmodel::measure_run<float, float>(
     const trident::Comm&, const trident::gpt2::Options&, const trident::TokenSource&, int, int);
+extern template trident::costmodel::MeasuredRun
+trident::costmodel::measure_run<float, trident::bf16>(const trident::Comm&,
+                                                      const trident::gpt2::Options&,
+                                                      const trident::TokenSource&, int, int);
 extern template trident::costmodel::MeasuredRun trident::costmodel::measure_steps<float, float>(
     const trident::Comm&, trident::gpt2::Trainer<float, float>&, int);
 #endif

@@ -197,7 +197,11 @@ class UnitStore {
       return;
     }
     // stages 2 and 3, per microbatch: reduce-scatter this microbatch's gradient, then add the
-    // owned shard into the unit's gradient shard and free the full copy.
+    // owned shard into the unit's gradient shard and free the full copy. One reduction of a
+    // unit in flight at most: the previous microbatch's is finished first (in launch order, with
+    // those before it), so the copies in flight never exceed one full gradient however many
+    // microbatches (DeepSpeed's overlap_comm bounds its buckets likewise).
+    finish_reductions_up_to(i);
     auto full = std::make_shared<Buf<S>>();
     if constexpr (kSameType) {
       *full = std::move(u.scratch);
@@ -207,10 +211,23 @@ class UnitStore {
       u.scratch.reset();
     }
     backend::DeviceRequest r = dp_.ireduce_scatter_in_place(full->data(), u.padded);
-    pending_.push_back({std::move(r), [this, i, full] {
+    pending_.push_back({std::move(r),
+                        [this, i, full] {
                           Unit& v = units_[i];
                           backend::accumulate<B>(v.owned.data(), full->data(), v.shard);
-                        }});
+                        },
+                        i});
+  }
+
+  // Finishes, in launch order, the pending reductions up to unit i's (none when i has none).
+  void finish_reductions_up_to(int i) {
+    std::size_t last = pending_.size();
+    for (std::size_t k = 0; k < pending_.size(); ++k)
+      if (pending_[k].unit == i && pending_[k].done) last = k;
+    for (std::size_t k = 0; last < pending_.size() && k <= last; ++k) {
+      pending_[k].request.wait();
+      if (pending_[k].done) std::exchange(pending_[k].done, nullptr)();
+    }
   }
 
   // Lets outstanding reductions progress (MPI progresses inside MPI calls) and adds the
@@ -334,7 +351,8 @@ class UnitStore {
 
   struct Pending {
     backend::DeviceRequest request;
-    std::function<void()> done;
+    std::function<void()> done;  // null once applied, or with nothing to apply
+    int unit = -1;
   };
 
   // Reduction of a full gradient after the last microbatch: all-reduce (stage 0), or
@@ -348,11 +366,11 @@ class UnitStore {
     }
     Unit& u = units_[i];
     if (policy_.stage == 0) {
-      pending_.push_back({dp_.iall_reduce(full_grads(i), u.padded), nullptr});
+      pending_.push_back({dp_.iall_reduce(full_grads(i), u.padded), nullptr, i});
       return;
     }
     pending_.push_back({dp_.ireduce_scatter_in_place(full_grads(i), u.padded),
-                        [this, i] { place_reduced_shard(i, full_grads(i)); }});
+                        [this, i] { place_reduced_shard(i, full_grads(i)); }, i});
   }
   // The same reduction, blocking (the shared-memory path where the group has one).
   void reduce_now(int i) {
