@@ -298,6 +298,30 @@ trident_cli_fault(kill_mid_step RANKS 4 FAULT kill-mid-step:rank=2:step=2 SECOND
   FROM_MARK "at epoch" ARGS ${small} --tp 2 --dp 2 --timeout 60
   EXPECT "trident fault: rank 2 kills itself with SIGKILL in step 2")
 
+# --config and --write-config: a run repeated from its report alone (tests/cli/config_rerun.cmake),
+# with flags of every kind (numbers, strings, a list, a flag); a bad key or value names the
+# file and the line; an unwritable --write-config fails at the start.
+set(config_dir ${CMAKE_CURRENT_BINARY_DIR}/config_rerun)
+file(MAKE_DIRECTORY ${config_dir})
+add_test(NAME cli.config_rerun COMMAND ${CMAKE_COMMAND}
+         "-DCOMMAND=${MPIEXEC_EXECUTABLE}|${MPIEXEC_NUMPROC_FLAG}|4|$<TARGET_FILE:train_gpt>|--tp|2|--pp|2|--sequence-parallel|--schedule|zb-h1|--microbatches|2|--pp-layers|1.5,0.5|--zero|0|--layers|2|--hidden|16|--heads|2|--seq|8|--batch|4|--steps|3|--lr|0.01|--data|synthetic|--json|${config_dir}/a.json|--write-config|${config_dir}/written.toml"
+         -DMPIEXEC=${MPIEXEC_EXECUTABLE} -DRANKS=4 -DPROGRAM=$<TARGET_FILE:train_gpt>
+         -DA=${config_dir}/a.json -DB=${config_dir}/b.json -DCONFIG=${config_dir}/written.toml
+         -DFROM_REPORT=${config_dir}/from_report.toml
+         -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/config_rerun.cmake)
+set_tests_properties(cli.config_rerun PROPERTIES TIMEOUT 120 PROCESSORS 4
+                     ENVIRONMENT "OMP_NUM_THREADS=1")
+trident_cli_error(config_unknown_key RANKS 2 PROGRAM train_gpt
+  ARGS --config ${CMAKE_CURRENT_SOURCE_DIR}/cli/configs/unknown_key.toml
+  EXPECT "unknown_key.toml:3: key 'bogus': INI was not able to parse bogus")
+trident_cli_error(config_wrong_type RANKS 2 PROGRAM train_gpt
+  ARGS --config ${CMAKE_CURRENT_SOURCE_DIR}/cli/configs/wrong_type.toml
+  EXPECT "wrong_type.toml:3: key 'steps': Could not convert: --steps = many")
+trident_cli_error(config_missing RANKS 2 PROGRAM train_gpt ARGS --config no_such_file.toml
+  EXPECT "no_such_file.toml was not readable")
+trident_cli_error(write_config_unwritable RANKS 2 PROGRAM train_gpt ARGS ${tiny}
+  --write-config no_such_folder/run.toml EXPECT "--write-config: cannot write no_such_folder/run.toml")
+
 # The JSON report's formulas: forms, inputs and values that agree (tests/cli/report_json.cmake).
 add_test(NAME cli.report_json COMMAND ${CMAKE_COMMAND}
          "-DCOMMAND=${MPIEXEC_EXECUTABLE}|${MPIEXEC_NUMPROC_FLAG}|8|$<TARGET_FILE:train_gpt>|--tp|2|--pp|2|--dp|2|--zero|1|--schedule|1f1b|--microbatches|4|--layers|4|--hidden|32|--heads|4|--seq|8|--batch|8|--steps|3|--data|synthetic|--json|${CMAKE_CURRENT_BINARY_DIR}/report.json"

@@ -95,6 +95,12 @@ class App {
   App* require_subcommand(int count);
   explicit operator bool() const;  // a subcommand: given on the command line
 
+  // --config FILE reads flags from a TOML file (CLI11's config: every long flag a key, without
+  // its dashes; the command line overrides the file); an unknown key is an error.
+  void set_config(std::string name, std::string help);
+  // The effective configuration as such a file: every flag given, or with a shown default, at
+  // its value (the last given); --help, the config flag and `skip` left out.
+  std::string config_text(const std::vector<std::string>& skip = {}) const;
   void parse(int argc, char** argv);  // throws CLI11's errors (parse_command_line handles them)
   std::string help() const;
   std::size_t count(const std::string& name) const;  // how often option `name` was given
@@ -111,7 +117,8 @@ class App {
 namespace trident {
 
 // Parses on every rank; --help prints on rank 0 and ends the program (ExitRequest{0}); a bad
-// flag throws Error with CLI11's message.
+// flag throws Error with CLI11's message, a bad key of --config's file with the file's name and
+// the key's line.
 void parse_command_line(cli::App& app, int argc, char** argv, const Comm& world);
 
 // The shape flags every decoder has: --layers, --hidden, --heads, --vocab, --seq (a Config with

@@ -29,6 +29,7 @@ struct ProgramFlags {
   TrainOptions o;
   RunFlags run;  // the mesh, schedule, ZeRO, data, steps, report (io/train_cli.hpp)
   std::string init, save, dump_grads, trace, svg;
+  std::string write_config, config;  // --write-config; the effective configuration (TOML)
   // --resume: a checkpoint, or empty for the newest in --checkpoint-dir
   std::string checkpoint_dir, resume;
   bool resuming = false;
@@ -142,6 +143,7 @@ void write_outputs(const Comm& world, const P& p, const Tr& t, const ProgramFlag
   nlohmann::json j = run_json(t.options(), f.run, data.name(), h.losses, h.first, x.tokens_per_s,
                               h.skipped, x.report);
   j["config"].update(p.config_json());
+  j["config_file"] = f.config;  // rerun: write it to a file, pass it to --config
   using Model = std::decay_t<decltype(t.model())>;
   const int tp_calls = tp_calls_per_layer<Model>(t.options());
   j["formulas"]["traffic"]["tp_calls_per_layer_and_microbatch"] =

@@ -3,7 +3,8 @@
 // call. Every model so trained has: any mesh, schedule, ZeRO stage, precision and device;
 // --init and --save (safetensors in the model's names); checkpoints (--checkpoint-dir,
 // --save-every, --keep), --resume on any other mesh and --stop-after; --eval-every (a held-out
-// tail) and --sample; --dump-grads; --trace and --svg (the last step's timeline); --json; and
+// tail) and --sample; --dump-grads; --trace and --svg (the last step's timeline); --json;
+// --config and --write-config (a TOML file of the flags; --json embeds the effective one); and
 // the closing report (train/report.hpp).
 //
 //   struct MyProgram : trident::ProgramHooks {
@@ -27,6 +28,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <thread>
@@ -173,6 +175,27 @@ inline void add_program_options(cli::App& app, ProgramFlags& f) {
   app.add_option("--trace", f.trace, "write the last step's timeline as a Chrome trace (Perfetto)");
   app.add_option("--svg", f.svg, "write the last step's timeline as an SVG picture");
   add_inference_options(app, f.inference);
+  app.set_config("--config",
+                 "read the flags from a TOML file (each flag a key without its dashes, e.g. tp = "
+                 "2; the command line overrides it)");
+  app.add_option("--write-config", f.write_config,
+                 "write this run's effective configuration as a TOML file for --config (also in "
+                 "--json's config_file)");
+}
+
+// --write-config, at the start (rank 0 writes; every rank fails alike when it cannot).
+inline void write_config(const Comm& world, const ProgramFlags& f) {
+  if (f.write_config.empty()) return;
+  int written = 0;
+  if (world.rank() == 0) {
+    std::ofstream out(f.write_config);
+    out << "# trident: a run's effective configuration; rerun with --config " << f.write_config
+        << "\n"
+        << f.config;
+    written = out ? 1 : 0;
+  }
+  world.broadcast(Span<int>(&written, 1), 0);
+  require(written == 1, "--write-config: cannot write " + f.write_config);
 }
 
 // The flags' own checks, after parsing.
@@ -202,6 +225,8 @@ int train_program(int argc, char** argv, P p) {
     program_detail::add_program_options(app, f);
     p.add_options(app);
     parse_command_line(app, argc, argv, world);
+    f.config = app.config_text({"--write-config"});
+    program_detail::write_config(world, f);
     p.after_parse(app);
     apply_run_options(world, o, f.run);
     program_detail::check_program_options(f, p.model().vocab());

@@ -3,8 +3,12 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
+#include <fstream>
+#include <sstream>
 
 #include "../cli.hpp"
 
@@ -103,6 +107,54 @@ App* App::require_subcommand(int count) {
 App::operator bool() const {
   return parts_->app->parsed();
 }
+void App::set_config(std::string name, std::string help) {
+  parts_->app->set_config(std::move(name), "", std::move(help));
+  parts_->app->allow_config_extras(CLI::config_extras_mode::error);
+}
+
+namespace {
+// A TOML value: numbers and booleans as they are, anything else a quoted string.
+std::string toml_value(const std::string& v, bool flag) {
+  if (flag && (v == "true" || v == "false")) return v;
+  char* end = nullptr;
+  if (!v.empty() && !flag) {
+    (void)std::strtod(v.c_str(), &end);
+    if (*end == 0) return v;
+  }
+  std::string quoted = "\"";
+  for (char c : v) quoted += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
+  return quoted + "\"";
+}
+}  // namespace
+
+std::string App::config_text(const std::vector<std::string>& skip) const {
+  std::ostringstream out;
+  const CLI::Option* config = parts_->app->get_config_ptr();
+  for (const CLI::Option* o : parts_->app->get_options()) {
+    if (o->get_lnames().empty() || o == config || o == parts_->app->get_help_ptr()) continue;
+    const std::string& name = o->get_lnames().front();
+    if (std::find(skip.begin(), skip.end(), "--" + name) != skip.end()) continue;
+    const bool flag = o->get_expected_max() == 0;  // takes no value
+    std::vector<std::string> values = o->results();
+    if (values.empty() && !o->get_default_str().empty()) values = {o->get_default_str()};
+    if (values.empty() && flag) values = {"false"};
+    if (values.empty()) continue;  // not given, no default shown: the program's own default
+    if (flag) values = {values.back() == "false" || values.back() == "0" ? "false" : "true"};
+    if (o->get_items_expected_max() <= 1) values = {values.back()};
+    std::string line = name + " = ";
+    if (o->get_items_expected_max() > 1) {
+      line += "[";
+      for (std::size_t k = 0; k < values.size(); ++k)
+        line += (k ? ", " : "") + toml_value(values[k], false);
+      line += "]";
+    } else {
+      line += toml_value(values.front(), flag);
+    }
+    out << line << "\n";
+  }
+  return out.str();
+}
+
 void App::parse(int argc, char** argv) {
   parts_->app->parse(argc, argv);
 }
@@ -117,6 +169,34 @@ std::size_t App::count(const std::string& name) const {
 
 namespace trident {
 
+namespace detail {
+// "FILE:LINE: key KEY: " when CLI11's message names a key of the --config file (an unknown key:
+// "... parse KEY"; a wrong type: "... --KEY = VALUE") and the file has it; else "".
+inline std::string config_error_place(int argc, char** argv, const std::string& message) {
+  std::string file;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--config" && i + 1 < argc) file = argv[i + 1];
+    if (a.rfind("--config=", 0) == 0) file = a.substr(9);
+  }
+  std::string key;
+  const std::size_t parse = message.rfind("parse "), dashes = message.find(": --");
+  if (parse != std::string::npos) key = message.substr(parse + 6);
+  if (dashes != std::string::npos)
+    key = message.substr(dashes + 4, message.find(' ', dashes + 4) - dashes - 4);
+  std::ifstream in(file);
+  int number = 0;
+  for (std::string line; !file.empty() && !key.empty() && std::getline(in, line);) {
+    ++number;
+    const std::size_t at = line.find_first_not_of(" \t");
+    if (at != std::string::npos && line.compare(at, key.size(), key) == 0 &&
+        line.find_first_not_of(" \t", at + key.size()) == line.find('=', at + key.size()))
+      return file + ":" + std::to_string(number) + ": key '" + key + "': ";
+  }
+  return "";
+}
+}  // namespace detail
+
 void parse_command_line(cli::App& app, int argc, char** argv, const Comm& world) {
   try {
     app.parse(argc, argv);
@@ -124,7 +204,8 @@ void parse_command_line(cli::App& app, int argc, char** argv, const Comm& world)
     if (world.rank() == 0) std::fputs(app.help().c_str(), stdout);
     throw ExitRequest{0};
   } catch (const CLI::ParseError& e) {
-    fail(std::string(e.what()) + " (run with --help for the flags)");
+    fail(detail::config_error_place(argc, argv, e.what()) + e.what() +
+         " (run with --help for the flags)");
   }
 }
 
