@@ -17,6 +17,25 @@ function(trident_cli_error name)
                        ENVIRONMENT "OMP_NUM_THREADS=1;${E_ENV}")
 endfunction()
 
+# A program's output must contain each of EXPECT's |-separated pieces (cli/expect_output.cmake):
+# PROGRAM with ARGS, under mpiexec on RANKS ranks (none: run directly), within TIMEOUT seconds
+# (default 60), with OMP_NUM_THREADS=1 and ENV.
+function(trident_cli_expect name)
+  cmake_parse_arguments(E "" "RANKS;EXPECT;PROGRAM;TIMEOUT" "ARGS;ENV" ${ARGN})
+  set(cmd $<TARGET_FILE:${E_PROGRAM}> ${E_ARGS})
+  if(E_RANKS)
+    set(cmd ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${E_RANKS} ${cmd})
+  endif()
+  string(REPLACE ";" "|" cmd "${cmd}")
+  add_test(NAME cli.${name} COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${cmd}" "-DEXPECT=${E_EXPECT}"
+           -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_output.cmake)
+  if(NOT E_TIMEOUT)
+    set(E_TIMEOUT 60)
+  endif()
+  set_tests_properties(cli.${name} PROPERTIES TIMEOUT ${E_TIMEOUT}
+                       ENVIRONMENT "OMP_NUM_THREADS=1;${E_ENV}")
+endfunction()
+
 set(tiny --layers 2 --hidden 16 --heads 2 --seq 8 --batch 4 --steps 1 --data synthetic)
 trident_cli_error(mesh_product RANKS 2 PROGRAM mesh ARGS --tp 8 --pp 16 --dp 64
   EXPECT "mesh TP=8 x PP=16 x DP=64 = 8192 ranks, but the world has 2 ranks")
@@ -184,63 +203,38 @@ trident_same_losses(emulated_tp2_sp_pp2_zbv RANKS 4 ARGS --tp 2 --pp 2 --sequenc
   --microbatches 2 --device emulated)
 
 # A run of one step (which warms up and is not measured) reports no throughput and no bubble.
-set(one_step ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 $<TARGET_FILE:train_gpt> ${tiny}
-    --layers 4 --pp 2 --microbatches 2)
-string(REPLACE ";" "|" one_step "${one_step}")
-add_test(NAME cli.one_step_report COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${one_step}"
-         "-DEXPECT=1 steps: loss|n/a tokens/s (one step, which warms up)|pipeline bubble: measured n/a"
-         -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_output.cmake)
-set_tests_properties(cli.one_step_report PROPERTIES TIMEOUT 60 ENVIRONMENT "OMP_NUM_THREADS=1")
+trident_cli_expect(one_step_report RANKS 2 PROGRAM train_gpt ARGS ${tiny} --layers 4 --pp 2
+  --microbatches 2
+  EXPECT "1 steps: loss|n/a tokens/s (one step, which warms up)|pipeline bubble: measured n/a")
 
 # pipeline_schedule with unequal stages, worked by hand (p = 2, m = 2; F 1, B 1, W 1 on stage 0,
 # 1.5 each on stage 1): ZB-H1 idles 5 of 2 x 10, 1F1B 9 of 2 x 12; on equal stages 2 of 14, 6 of 18.
-set(unequal $<TARGET_FILE:pipeline_schedule> --schedule zb-h1 --stages 2 --microbatches 2
-    --backward-cost 2 --stage-scale 1,1.5)
-string(REPLACE ";" "|" unequal "${unequal}")
-add_test(NAME cli.pipeline_schedule_unequal COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${unequal}"
-         "-DEXPECT=bubble fraction: simulated 0.2500 (equal: 0.1429); 1F1B on the same stages 0.3750 (equal: 0.3333); zb-h1 / 1F1B 0.667 (equal: 0.429)"
-         -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_output.cmake)
-set_tests_properties(cli.pipeline_schedule_unequal PROPERTIES TIMEOUT 60)
+trident_cli_expect(pipeline_schedule_unequal PROGRAM pipeline_schedule ARGS --schedule zb-h1
+  --stages 2 --microbatches 2 --backward-cost 2 --stage-scale 1,1.5
+  EXPECT "bubble fraction: simulated 0.2500 (equal: 0.1429); 1F1B on the same stages 0.3750 (equal: 0.3333); zb-h1 / 1F1B 0.667 (equal: 0.429)")
 
 # long_context's three ways on 4 ranks, small: every run measured next to the cost model, the
 # ring's bytes next to the formula, and the ring's SVG written.
-set(long_context ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 4 $<TARGET_FILE:long_context>
-    --seq 256 --hidden 32 --steps 1 --svg ${CMAKE_CURRENT_BINARY_DIR}/long_context_ring.svg)
-string(REPLACE ";" "|" long_context "${long_context}")
-add_test(NAME cli.long_context COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${long_context}"
-         "-DEXPECT=TP2-DP2 SP recompute|TP2-CP2 zigzag|TP2-CP2 contiguous|0.094 / 0.094|wrote "
-         -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_output.cmake)
-set_tests_properties(cli.long_context PROPERTIES TIMEOUT 180 ENVIRONMENT "OMP_NUM_THREADS=1")
+trident_cli_expect(long_context RANKS 4 PROGRAM long_context TIMEOUT 180 ARGS --seq 256 --hidden 32
+  --steps 1 --svg ${CMAKE_CURRENT_BINARY_DIR}/long_context_ring.svg
+  EXPECT "TP2-DP2 SP recompute|TP2-CP2 zigzag|TP2-CP2 contiguous|0.094 / 0.094|wrote ")
 trident_cli_error(long_context_seq RANKS 4 PROGRAM long_context ARGS --seq 250 --steps 1
   EXPECT "context parallelism: the sequence of 250 tokens is not divisible into 4 chunks")
 
 # --layout auto (costmodel/layout.hpp) on 4 ranks: the layouts ranked, two tried, the fastest
 # trained with; its bad input.
-set(layout_auto ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 4 $<TARGET_FILE:train_gpt> ${tiny}
-    --steps 2 --layout auto --layout-trials 2 --memory-limit 64)
-string(REPLACE ";" "|" layout_auto "${layout_auto}")
-add_test(NAME cli.layout_auto COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${layout_auto}"
-         "-DEXPECT=layout auto: |refused by the trainer's validate|over the memory limit (64.0 MiB per rank)|calibration: |measurements reused from ${CMAKE_CURRENT_BINARY_DIR}/cache/calibration.tsv|<- chosen (fastest measured)|2 steps: loss"
-         -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_output.cmake)
-set_tests_properties(cli.layout_auto PROPERTIES TIMEOUT 300 ENVIRONMENT
-  "OMP_NUM_THREADS=1;TRIDENT_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/cache")
-set(dry_run ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 $<TARGET_FILE:train_gpt> ${tiny}
-    --pp 2 --schedule zb-h1 --microbatches 2 --dry-run)
-string(REPLACE ";" "|" dry_run "${dry_run}")
-add_test(NAME cli.dry_run COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${dry_run}"
-         "-DEXPECT=dry run, TP1-PP2-DP1 ZeRO-0 zb-h1 m=2: memory per rank|trident_buffers.hpp|activations    buffers      total"
-         -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_output.cmake)
-set_tests_properties(cli.dry_run PROPERTIES TIMEOUT 60 ENVIRONMENT "OMP_NUM_THREADS=1")
+set(calibrations TRIDENT_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/cache)
+trident_cli_expect(layout_auto RANKS 4 PROGRAM train_gpt TIMEOUT 300 ENV ${calibrations} ARGS ${tiny}
+  --steps 2 --layout auto --layout-trials 2 --memory-limit 64
+  EXPECT "layout auto: |refused by the trainer's validate|over the memory limit (64.0 MiB per rank)|calibration: |measurements reused from ${CMAKE_CURRENT_BINARY_DIR}/cache/calibration.tsv|<- chosen (fastest measured)|2 steps: loss")
+trident_cli_expect(dry_run RANKS 2 PROGRAM train_gpt ARGS ${tiny} --pp 2 --schedule zb-h1
+  --microbatches 2 --dry-run
+  EXPECT "dry run, TP1-PP2-DP1 ZeRO-0 zb-h1 m=2: memory per rank|trident_buffers.hpp|activations    buffers      total")
 # bf16 mixed precision: its trials run in bf16; the calibration (float kernels) reused from the
 # test above when it ran first, on the same ranks and build
-set(layout_auto_bf16 ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 4 $<TARGET_FILE:train_gpt> ${tiny}
-    --steps 2 --layout auto --layout-trials 1 --precision bf16)
-string(REPLACE ";" "|" layout_auto_bf16 "${layout_auto_bf16}")
-add_test(NAME cli.layout_auto_bf16 COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${layout_auto_bf16}"
-         "-DEXPECT=layout auto: |<- chosen (fastest measured)|float/bf16|2 steps: loss"
-         -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_output.cmake)
-set_tests_properties(cli.layout_auto_bf16 PROPERTIES TIMEOUT 300 ENVIRONMENT
-  "OMP_NUM_THREADS=1;TRIDENT_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/cache")
+trident_cli_expect(layout_auto_bf16 RANKS 4 PROGRAM train_gpt TIMEOUT 300 ENV ${calibrations}
+  ARGS ${tiny} --steps 2 --layout auto --layout-trials 1 --precision bf16
+  EXPECT "layout auto: |<- chosen (fastest measured)|float/bf16|2 steps: loss")
 trident_cli_error(layout_auto_double RANKS 2 PROGRAM train_gpt ARGS ${tiny} --layout auto
   --dtype double EXPECT "--layout auto calibrates float kernels on the CPU: --device cpu --dtype float")
 trident_cli_error(layout_auto_mesh_flag RANKS 2 PROGRAM train_gpt ARGS ${tiny} --layout auto --tp 2

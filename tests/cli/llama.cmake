@@ -27,13 +27,8 @@ trident_same_losses(llama_emulated_tp2_pp2_dp2_zero3 RANKS 8 PROGRAM train_llama
 # --hf-config: a Hugging Face config.json gives the shape (models/llama/hf_config.hpp), and a
 # shape flag beside it is refused.
 set(hf_config ${CMAKE_CURRENT_SOURCE_DIR}/data/llama_hf_config.json)
-set(hf_run ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 $<TARGET_FILE:train_llama> --tp 2
-    --hf-config ${hf_config} --seq 8 --batch 4 --steps 2 --data synthetic)
-string(REPLACE ";" "|" hf_run "${hf_run}")
-add_test(NAME cli.llama_hf_config COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${hf_run}"
-         "-DEXPECT=L=2 C=32 H=4 KV=2 F=48 V=67 T=8"
-         -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_output.cmake)
-set_tests_properties(cli.llama_hf_config PROPERTIES TIMEOUT 60 ENVIRONMENT "OMP_NUM_THREADS=1")
+trident_cli_expect(llama_hf_config RANKS 2 PROGRAM train_llama ARGS --tp 2 --hf-config ${hf_config}
+  --seq 8 --batch 4 --steps 2 --data synthetic EXPECT "L=2 C=32 H=4 KV=2 F=48 V=67 T=8")
 trident_cli_error(llama_hf_config_and_shape RANKS 2 PROGRAM train_llama ARGS --hf-config ${hf_config}
   --hidden 64 --steps 1 --data synthetic
   EXPECT "--hidden and --hf-config both give the model's shape: give one")
