@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
     app.add_option("--steps", steps, "measured steps per layout")->capture_default_str();
     search.calibration_cache = default_calibration_cache();
     app.add_option("--calibration-cache", search.calibration_cache,
-                   "the calibration kept and reused (costmodel/calibration_cache.hpp); none: "
+                   "the calibration kept and reused (io/calibration_cache.hpp); none: "
                    "measure every time")
         ->capture_default_str();
     parse_command_line(app, argc, argv, world);

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <fstream>
 
+#include <trident/models/gpt2/model.hpp>
 #include <trident/models/gpt2/reference.hpp>
+#include <trident/train/mfu.hpp>
 
 #include "mpi_test.hpp"
 
@@ -118,4 +120,22 @@ TEST_CASE("AdamW: one step by hand; warm-up and cosine schedule; clipping factor
   opt.clip = 1.0;
   CHECK(opt.clip_scale(0.5) == 1.0);
   CHECK(opt.clip_scale(4.0) == doctest::Approx(0.25));
+}
+
+TEST_CASE("MFU: GPT-2 124M's model FLOPs per token, a GPU's datasheet peak, no peak no MFU") {
+  // 3 x (L (24 h^2 + 4 s h) + 2 h V) with L 12, h 768, s 1024, V 50304 (Narayanan et al. 2021
+  // §5.1, the figure bench/gpu/README.md divides by): 854,654,976
+  const gpt2::Model gpt2_124m(gpt2::Config{50304, 1024, 12, 768, 12, 0});
+  CHECK(model_flops_per_token(gpt2_124m) == 854654976.0);
+  CHECK(datasheet_peak_flops("cuda:0 (NVIDIA H200)", "bf16", 4) == 989e12);
+  CHECK(datasheet_peak_flops("cuda:1 (NVIDIA H100 PCIe)", "float", 4) == 51e12);
+  CHECK(datasheet_peak_flops("cuda:0 (NVIDIA H100 80GB HBM3)", "double", 8) == 67e12);
+  CHECK(datasheet_peak_flops("cuda:0 (NVIDIA A100-SXM4-80GB)", "float", 4) == 19.5e12);
+  CHECK(datasheet_peak_flops("cuda:0 (NVIDIA GeForce RTX 4090)", "bf16", 4) == 0);
+  HardwarePeak peak;
+  CHECK(std::isnan(model_flops_utilization(854654976.0, 1e5, peak)));  // unknown peak
+  peak.flops = 989e12;
+  CHECK(model_flops_utilization(854654976.0, 1e5, peak) ==
+        doctest::Approx(0.0864161).epsilon(1e-6));
+  CHECK(std::isnan(model_flops_utilization(854654976.0, std::nan(""), peak)));  // no measured step
 }

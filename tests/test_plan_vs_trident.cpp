@@ -297,7 +297,7 @@ TEST_CASE("layout auto: every layout valid, the peak predicted within 5%, the fa
     least = std::min(least, predicted_peak(o, p).total),
     most = std::max(most, predicted_peak(o, p).total);
   s.memory_limit = (least + most) / 2;
-  // the calibration kept in a file (calibration_cache.hpp), the same name on every rank
+  // the calibration kept in a file (io/calibration_cache.hpp), the same name on every rank
   s.calibration_cache = "layout_auto_calibration." + std::to_string(comm->size()) + ".tsv";
   if (comm->rank() == 0) std::remove(s.calibration_cache.c_str());
   comm->barrier();

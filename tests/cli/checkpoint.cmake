@@ -4,20 +4,6 @@ if(NOT TRIDENT_BUILD_EXAMPLES)
   return()
 endif()
 
-# trident_steps(name step...): one test running the steps (tests/cli/run_steps.cmake); each step a
-# ;-list written with | between words. The first step makes ${dir}, where the steps write.
-function(trident_steps name)
-  set(defs "")
-  set(n 0)
-  foreach(step IN ITEMS "${CMAKE_COMMAND}|-E|make_directory|${dir}" ${ARGN})
-    math(EXPR n "${n} + 1")
-    list(APPEND defs "-DSTEP${n}=${step}")
-  endforeach()
-  add_test(NAME cli.checkpoint.${name} COMMAND ${CMAKE_COMMAND} -DSTEPS=${n} ${defs}
-           -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/run_steps.cmake)
-  set_tests_properties(cli.checkpoint.${name} PROPERTIES TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=1")
-endfunction()
-
 set(dir ${CMAKE_CURRENT_BINARY_DIR}/checkpoint_cli)
 set(run ${MPIEXEC_EXECUTABLE}|${MPIEXEC_NUMPROC_FLAG})
 set(train $<TARGET_FILE:train_gpt>|--layers|4|--hidden|32|--heads|4|--seq|16|--batch|8|--data|synthetic|--steps|10)
@@ -28,7 +14,7 @@ set(ckpt $<TARGET_FILE:trident-ckpt>)
 # saved once), resumed on DP2 ZeRO-3 and on PP2 split 1.5 + 2.5: steps 6-10 as the
 # uninterrupted single-process run's, to 1e-10 (double).
 set(d ${dir}/reshard)
-trident_steps(reshard
+trident_steps(checkpoint.reshard
   "${CMAKE_COMMAND}|-E|rm|-rf|${d}"
   "${run}|1|${train}|--dtype|double|--json|${d}.whole.json"
   "${run}|4|${train}|--dtype|double|--tp|2|--pp|2|--zero|1|--checkpoint-dir|${d}|--save-every|5|--stop-after|5"
@@ -43,7 +29,7 @@ trident_steps(reshard
 # Rank 1 killed while writing the checkpoint of step 4: the job fails, step 2's checkpoint is
 # complete, and resuming from it reproduces the uninterrupted losses bit for bit (same mesh).
 set(d ${dir}/kill_during_save)
-trident_steps(kill_during_save
+trident_steps(checkpoint.kill_during_save
   "${CMAKE_COMMAND}|-E|rm|-rf|${d}"
   "${run}|2|${train}|--dp|2|--zero|1|--json|${d}.whole.json"
   "FAIL|${CMAKE_COMMAND}|-E|env|TRIDENT_FAULT=kill-during-save:rank=1:step=4|${run}|2|${train}|--dp|2|--zero|1|--checkpoint-dir|${d}|--save-every|2"
@@ -56,7 +42,7 @@ trident_steps(kill_during_save
 # trident-ckpt: inspect verifies every shard; export equals --save of the same state, byte for
 # byte; import gives a checkpoint that trains exactly as --init of the exported file.
 set(d ${dir}/tool)
-trident_steps(tool
+trident_steps(checkpoint.tool
   "${CMAKE_COMMAND}|-E|rm|-rf|${d}"
   "${run}|4|${train}|--dtype|double|--tp|2|--pp|2|--zero|1|--checkpoint-dir|${d}|--save-every|5|--stop-after|5|--save|${d}.saved.safetensors"
   "${ckpt}|inspect|${d}"
@@ -88,7 +74,7 @@ set_property(TEST cli.bad_fault APPEND PROPERTY ENVIRONMENT "TRIDENT_FAULT=kill-
 # to 1e-10 (double); the held-out loss, a sample, --save and --init of its weights, a timeline.
 set(d ${dir}/llama)
 set(llama $<TARGET_FILE:train_llama>|--layers|4|--hidden|32|--heads|4|--kv-heads|2|--seq|16|--batch|8|--data|synthetic|--steps|6)
-trident_steps(llama_reshard
+trident_steps(checkpoint.llama_reshard
   "${CMAKE_COMMAND}|-E|rm|-rf|${d}"
   "${run}|1|${llama}|--dtype|double|--json|${d}.whole.json"
   "${run}|4|${llama}|--dtype|double|--tp|2|--pp|2|--zero|1|--checkpoint-dir|${d}|--save-every|3|--stop-after|3"
@@ -96,7 +82,7 @@ trident_steps(llama_reshard
   "${run}|2|${llama}|--dtype|double|--dp|2|--zero|3|--checkpoint-dir|${d}|--resume|--json|${d}.resumed.json"
   "OUTPUT|resumed from ${d}/step-00000003 at step 3"
   "${compare}|${d}.whole.json|${d}.resumed.json|1e-10")
-trident_steps(llama_tools
+trident_steps(checkpoint.llama_tools
   "${CMAKE_COMMAND}|-E|rm|-rf|${d}.tools"
   "${run}|2|${llama}|--tp|2|--eval-every|3|--sample|20|--save|${d}.tools.safetensors|--svg|${d}.tools.svg"
   "OUTPUT|val loss"

@@ -36,6 +36,20 @@ function(trident_cli_expect name)
                        ENVIRONMENT "OMP_NUM_THREADS=1;${E_ENV}")
 endfunction()
 
+# trident_steps(name step...): one test, cli.name, running the steps (cli/run_steps.cmake);
+# each step a ;-list written with | between words. The first step makes ${dir}, where they write.
+function(trident_steps name)
+  set(defs "")
+  set(n 0)
+  foreach(step IN ITEMS "${CMAKE_COMMAND}|-E|make_directory|${dir}" ${ARGN})
+    math(EXPR n "${n} + 1")
+    list(APPEND defs "-DSTEP${n}=${step}")
+  endforeach()
+  add_test(NAME cli.${name} COMMAND ${CMAKE_COMMAND} -DSTEPS=${n} ${defs}
+           -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/run_steps.cmake)
+  set_tests_properties(cli.${name} PROPERTIES TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=1")
+endfunction()
+
 set(tiny --layers 2 --hidden 16 --heads 2 --seq 8 --batch 4 --steps 1 --data synthetic)
 trident_cli_error(mesh_product RANKS 2 PROGRAM mesh ARGS --tp 8 --pp 16 --dp 64
   EXPECT "mesh TP=8 x PP=16 x DP=64 = 8192 ranks, but the world has 2 ranks")
@@ -315,6 +329,23 @@ trident_cli_error(config_missing RANKS 2 PROGRAM train_gpt ARGS --config no_such
   EXPECT "no_such_file.toml was not readable")
 trident_cli_error(write_config_unwritable RANKS 2 PROGRAM train_gpt ARGS ${tiny}
   --write-config no_such_folder/run.toml EXPECT "--write-config: cannot write no_such_folder/run.toml")
+
+# --metrics (io/metrics_log.hpp): a line per step and per evaluation that agrees with the --json
+# report (cli/check_metrics.cpp: losses bit for bit, MFU's formula, traffic and memory peaks),
+# on TP2-PP2 and on DP2 ZeRO-3 with held-out losses; an unwritable file fails at the start.
+trident_program(check_metrics UNTIMED cli/check_metrics.cpp)
+set(dir ${CMAKE_CURRENT_BINARY_DIR}/metrics)
+set(metrics_run ${MPIEXEC_EXECUTABLE}|${MPIEXEC_NUMPROC_FLAG})
+set(metrics_model --layers|4|--hidden|32|--heads|4|--seq|16|--batch|8|--data|synthetic)
+trident_steps(metrics.tp2_pp2
+  "${metrics_run}|4|$<TARGET_FILE:train_gpt>|${metrics_model}|--steps|4|--tp|2|--pp|2|--microbatches|2|--metrics|${dir}/a.jsonl|--json|${dir}/a.json"
+  "OUTPUT|measured on this machine: sgemm 512x512x1024 with all 4 ranks at once"
+  "$<TARGET_FILE:check_metrics>|${dir}/a.jsonl|${dir}/a.json")
+trident_steps(metrics.dp2_zero3_eval
+  "${metrics_run}|2|$<TARGET_FILE:train_gpt>|${metrics_model}|--steps|5|--dp|2|--zero|3|--eval-every|2|--metrics|${dir}/b.jsonl|--json|${dir}/b.json"
+  "$<TARGET_FILE:check_metrics>|${dir}/b.jsonl|${dir}/b.json")
+trident_cli_error(metrics_unwritable RANKS 2 PROGRAM train_gpt ARGS ${tiny}
+  --metrics no_such_folder/m.jsonl EXPECT "--metrics: cannot write no_such_folder/m.jsonl")
 
 # The JSON report's formulas: forms, inputs and values that agree (tests/cli/report_json.cmake).
 add_test(NAME cli.report_json COMMAND ${CMAKE_COMMAND}

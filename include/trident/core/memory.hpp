@@ -38,6 +38,7 @@ class MemoryStats {
     auto& c = counts_[static_cast<int>(k)];
     c.current += bytes;
     if (c.current > c.peak) c.peak = c.current;
+    if (c.current > c.step_peak) c.step_peak = c.current;
   }
   void release(MemoryKind k, std::size_t bytes) { counts_[static_cast<int>(k)].current -= bytes; }
   std::size_t current(MemoryKind k) const { return counts_[static_cast<int>(k)].current; }
@@ -46,10 +47,16 @@ class MemoryStats {
   void reset_peaks() {
     for (auto& c : counts_) c.peak = c.current;
   }
+  // A second peak, of one training step (--metrics, io/metrics_log.hpp), restarted apart from
+  // the first so that a run report's peaks span all its steps.
+  std::size_t step_peak(MemoryKind k) const { return counts_[static_cast<int>(k)].step_peak; }
+  void reset_step_peaks() {
+    for (auto& c : counts_) c.step_peak = c.current;
+  }
 
  private:
   struct Count {
-    std::size_t current = 0, peak = 0;
+    std::size_t current = 0, peak = 0, step_peak = 0;
   };
   std::array<Count, kMemoryKinds> counts_{};
 };

@@ -30,12 +30,13 @@
 
 #include "../backend/cpu/gemm.hpp"
 #include "../backend/cpu/threads.hpp"
+#include "../backend/gemm_rate.hpp"
 #include "../core/comm.hpp"
+#include "../core/matrix.hpp"
 #include "../core/memory.hpp"
 #include "../cp/attention.hpp"
 #include "../nn/nn.hpp"
 #include "../optim/adamw.hpp"
-#include "../tensor/matrix.hpp"
 
 namespace trident::costmodel {
 
@@ -84,61 +85,8 @@ struct Calibration {
 };
 
 namespace detail {
-inline double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// The slowest rank's seconds for f(), started together after a barrier; median of `reps`.
-template <class F>
-double time_together(const Comm& world, int reps, F&& f) {
-  std::vector<double> times;
-  for (int r = 0; r < reps; ++r) {
-    world.barrier();
-    const double t0 = trident::detail::now_seconds();
-    f();
-    times.push_back(world.all_reduce_value(trident::detail::now_seconds() - t0, ReduceOp::max));
-  }
-  return median(times);
-}
+using backend::detail::time_together;
 }  // namespace detail
-
-// sgemm FLOP/s of one rank while every rank runs the three products of a linear layer at
-// (rows, inner) x (inner, cols): forward, the input's gradient and the weight's gradient. The
-// products cycle over copies of their operands that fill `working_set` bytes, as a step sweeps
-// its weights and activations: measured with 8 ranks on 2 cores, a 4 MB working set per rank
-// multiplies at 43 GFLOP/s per rank, 60-120 MB at 37.6 (the caches no longer hold it).
-inline double measure_gemm_flops(const Comm& world, int rows, int inner, int cols,
-                                 double working_set = 0) {
-  struct Operands {
-    std::vector<float> x, w, y, dx, dw;
-  };
-  const double copy_bytes = 4.0 * (2.0 * rows * inner + 2.0 * inner * cols + double(rows) * cols);
-  const int copies = std::clamp(static_cast<int>(std::ceil(working_set / copy_bytes)), 1, 64);
-  std::vector<Operands> ops(copies);
-  for (Operands& o : ops) {
-    o.x.assign(std::size_t(rows) * inner, 0.5f), o.w.assign(std::size_t(inner) * cols, 0.25f);
-    o.y.assign(std::size_t(rows) * cols, 0.f), o.dx.assign(o.x.size(), 0.f);
-    o.dw.assign(o.w.size(), 0.f);
-  }
-  const double flops = 3 * 2.0 * rows * inner * cols;                  // the three products
-  const int reps = std::max(copies, static_cast<int>(1.5e9 / flops));  // ~1.5 GFLOP per rank
-  const double seconds = detail::time_together(world, 3, [&] {
-    for (int r = 0; r < reps; ++r) {
-      Operands& o = ops[r % copies];
-      backend::gemm<float>(backend::view(o.y.data(), rows, cols),
-                           backend::cview(o.x.data(), rows, inner),
-                           backend::cview(o.w.data(), inner, cols), false, false, 0.f);
-      backend::gemm<float>(backend::view(o.dx.data(), rows, inner),
-                           backend::cview(o.y.data(), rows, cols),
-                           backend::cview(o.w.data(), inner, cols), false, true, 0.f);
-      backend::gemm<float>(backend::view(o.dw.data(), inner, cols),
-                           backend::cview(o.x.data(), rows, inner),
-                           backend::cview(o.y.data(), rows, cols), true, false, 1.f);
-    }
-  });
-  return reps * flops / seconds;
-}
 
 // One rank's share of a microbatch through a layer: N = B seq rows (n of them in the LayerNorm
 // regions), hidden C, Cl = C / t columns and Hl = H / t heads of D on this rank; the head's
@@ -296,7 +244,8 @@ inline Calibration calibrate_compute(const Comm& world, const LayerShape& shape,
                                      double working_set = 0) {
   Calibration c;
   c.ranks = world.size();
-  c.gemm_flops = measure_gemm_flops(world, shape.N(), shape.C, 4 * shape.Cl, working_set);
+  c.gemm_flops =
+      backend::measure_gemm_flops<float>(world, shape.N(), shape.C, 4 * shape.Cl, working_set);
   std::tie(c.layer_kernels_s, c.head_kernels_s) = measure_kernel_seconds(world, shape);
   c.fill_bytes = measure_fill_bandwidth(world, std::size_t(1) << 20, 32);
   c.adamw_rate = measure_adamw_rate(world, std::size_t(1) << 20);

@@ -6,7 +6,7 @@
 // them); each call (operation, group size) once, the loop's after 5 ms of compute. On two nodes
 // the link between them is measured (inter_node.hpp) and every call whose groups cross it priced
 // on it. Every measurement comes from the cache file when this machine and build took it before
-// (calibration_cache.hpp).
+// (io/calibration_cache.hpp).
 #pragma once
 
 #include <cstdio>
@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "calibration_cache.hpp"
+#include "../io/calibration_cache.hpp"
 #include "inter_node.hpp"
 #include "measured.hpp"
 

@@ -15,6 +15,7 @@
 
 #include "../mesh/topology.hpp"
 #include "../pp/svg.hpp"
+#include "../train/mfu.hpp"
 #include "../train/report.hpp"
 #include "../train/sample.hpp"
 #include "chrome_trace.hpp"
@@ -28,7 +29,7 @@ namespace trident {
 struct ProgramFlags {
   TrainOptions o;
   RunFlags run;  // the mesh, schedule, ZeRO, data, steps, report (io/train_cli.hpp)
-  std::string init, save, dump_grads, trace, svg;
+  std::string init, save, dump_grads, trace, svg, metrics;
   std::string write_config, config;  // --write-config; the effective configuration (TOML)
   // --resume: a checkpoint, or empty for the newest in --checkpoint-dir
   std::string checkpoint_dir, resume;
@@ -75,12 +76,26 @@ inline pp::Timeline gather_timeline(const Comm& world, const std::vector<StepRes
   return timeline;
 }
 
-// What the run ends with: throughput, the report, the sample.
+// What the run ends with: throughput and MFU, the report, the sample.
 struct Outcome {
   double tokens_per_s = 0;
+  double flops_per_token = 0, mfu = 0;  // train/mfu.hpp
+  HardwarePeak peak;
   RunReport report;
   std::vector<std::int32_t> sampled;
 };
+
+// "MFU 0.31 (...): 3 x forward = ... per token x tokens/s over the peak ..." (train/mfu.hpp).
+inline void print_mfu(const Outcome& x) {
+  const HardwarePeak& p = x.peak;
+  if (!(p.flops > 0)) return (void)std::printf("MFU: n/a (%s)\n", p.source.c_str());
+  std::printf(
+      "MFU %.4f (Chowdhery et al. 2022, App. B): 3 x forward = %.4g MFLOP per token (the "
+      "model's stage costs, Narayanan et al. 2021 §5.1) x %.0f tokens/s over a peak of %.4g "
+      "GFLOP/s = %d x %.4g (%s)\n",
+      x.mfu, x.flops_per_token / 1e6, x.tokens_per_s, p.flops / 1e9, p.devices, p.per_device / 1e9,
+      p.source.c_str());
+}
 
 // Rank 0's closing lines: losses and throughput, skipped steps, the report, the sample.
 template <class Tr>
@@ -96,6 +111,7 @@ void print_closing(const Tr& t, const ProgramFlags& f, const TrainHistory& h, co
     for (int s : h.skipped) std::printf(" %d", s);
     std::printf("\n");
   }
+  print_mfu(x);
   print_report(x.report, t.model(), t.options());
   if (!x.sampled.empty())
     std::printf(
@@ -144,6 +160,15 @@ void write_outputs(const Comm& world, const P& p, const Tr& t, const ProgramFlag
                               h.skipped, x.report);
   j["config"].update(p.config_json());
   j["config_file"] = f.config;  // rerun: write it to a file, pass it to --config
+  j["mfu"] = {
+      {"value", x.mfu},
+      {"model_flops_per_token", x.flops_per_token},
+      {"peak_flops", x.peak.flops},
+      {"peak_flops_per_device", x.peak.per_device},
+      {"devices", x.peak.devices},
+      {"peak_source", x.peak.source},
+      {"form", "model_flops_per_token x tokens_per_s / peak_flops"},
+      {"source", "Chowdhery et al. 2022 (PaLM), App. B; FLOPs: Narayanan et al. 2021 §5.1"}};
   using Model = std::decay_t<decltype(t.model())>;
   const int tp_calls = tp_calls_per_layer<Model>(t.options());
   j["formulas"]["traffic"]["tp_calls_per_layer_and_microbatch"] =

@@ -4,6 +4,7 @@
 // --init and --save (safetensors in the model's names); checkpoints (--checkpoint-dir,
 // --save-every, --keep), --resume on any other mesh and --stop-after; --eval-every (a held-out
 // tail) and --sample; --dump-grads; --trace and --svg (the last step's timeline); --json;
+// --metrics (a JSON line per step, io/metrics_log.hpp); MFU (train/mfu.hpp);
 // --config and --write-config (a TOML file of the flags; --json embeds the effective one); and
 // the closing report (train/report.hpp).
 //
@@ -38,6 +39,8 @@
 #include "checkpoint.hpp"
 #include "cli.hpp"
 #include "device_flag.hpp"
+#include "hardware_peak.hpp"
+#include "metrics_log.hpp"
 #include "train_outputs.hpp"
 #include "weights.hpp"
 
@@ -89,14 +92,16 @@ void start(const Comm& world, const P& p, Tr& t, const ProgramFlags& f, const To
 // a checkpoint per --save-every.
 template <class Tr>
 void run_steps(const Comm& world, Tr& t, const ProgramFlags& f, TokenSource& data,
-               const std::optional<TokenSource>& held_out, TrainHistory& h) {
+               const std::optional<TokenSource>& held_out, TrainHistory& h, MetricsLog& log) {
   const double tokens = double(t.options().batch) * t.model().seq();
   double elapsed = 0;
   for (int s = h.first; s < h.last; ++s) {
     if (s == h.first + 1) h.window = ReportWindow(t);  // the first step warms up
+    log.begin_step();
     StepResult r = (s == 0 && !f.dump_grads.empty())
                        ? dump_gradients_and_step(t, data, f.dump_grads)
                        : t.step();
+    log.step(world, s, r, tokens, s == h.first);
     h.losses.push_back(r.loss);
     if (r.skipped) h.skipped.push_back(s);
     elapsed += r.seconds;
@@ -111,6 +116,7 @@ void run_steps(const Comm& world, Tr& t, const ProgramFlags& f, TokenSource& dat
     if (every > 0 && ((s + 1) % every == 0 || s == h.last - 1)) {
       h.val_losses.push_back(evaluate(t, *held_out, f.inference.eval_batches));
       h.val_steps.push_back(t.steps_done());
+      log.eval(world, t.steps_done(), h.val_losses.back(), f.inference.eval_batches);
       if (world.rank() == 0)
         std::printf("step %5d | val loss %.6f (held-out tail, %d x %d tokens)\n", s,
                     h.val_losses.back(), f.inference.eval_batches, int(tokens));
@@ -127,9 +133,13 @@ void run_steps(const Comm& world, Tr& t, const ProgramFlags& f, TokenSource& dat
 // Runs the whole training with compute type T and storage type S on backend B.
 template <class T, class S, class B, class P>
 int train(const Comm& world, const P& p, const ProgramFlags& f, TokenSource data,
-          const std::optional<TokenSource>& held_out) {
+          const std::optional<TokenSource>& held_out, MetricsLog& log) {
   Trainer<decltype(p.model()), T, S, B> t(world, p.model(), f.o, data);
   start(world, p, t, f, data);
+  Outcome x;
+  x.peak = hardware_peak<T, B>(world, f.run.precision, default_calibration_cache());
+  x.flops_per_token = model_flops_per_token(t.model());
+  log.set_mfu(x.flops_per_token, x.peak);
   TrainHistory h;
   h.first = t.steps_done();
   h.last = f.stop_after > 0 ? std::min(f.stop_after, f.run.steps) : f.run.steps;
@@ -137,13 +147,13 @@ int train(const Comm& world, const P& p, const ProgramFlags& f, TokenSource data
     if (world.rank() == 0) std::printf("nothing to run: at step %d of %d\n", h.first, h.last);
     return 0;
   }
-  run_steps(world, t, f, data, held_out, h);
+  run_steps(world, t, f, data, held_out, h, log);
   // the first step warms up: a run of one step has no measured throughput (NaN, printed n/a)
   double seconds = 0;
   for (const StepResult& r : h.measured) seconds += r.seconds;
   const double tokens = double(t.options().batch) * t.model().seq();
-  Outcome x;
   x.tokens_per_s = h.measured.empty() ? std::nan("") : h.measured.size() * tokens / seconds;
+  x.mfu = model_flops_utilization(x.flops_per_token, x.tokens_per_s, x.peak);
   x.report = h.window.report(t, h.measured);
   if (!f.save.empty()) save_weights(t, f.save);
   if (f.inference.sample.tokens > 0)
@@ -174,6 +184,9 @@ inline void add_program_options(cli::App& app, ProgramFlags& f) {
   app.add_option("--dump-grads", f.dump_grads, "write the first step's gradients, loss and batch");
   app.add_option("--trace", f.trace, "write the last step's timeline as a Chrome trace (Perfetto)");
   app.add_option("--svg", f.svg, "write the last step's timeline as an SVG picture");
+  app.add_option("--metrics", f.metrics,
+                 "write a JSON line per step as the run goes (loss, gradient norm, learning "
+                 "rate, tokens/s, MFU, memory and traffic; held-out losses on their own lines)");
   add_inference_options(app, f.inference);
   app.set_config("--config",
                  "read the flags from a TOML file (each flag a key without its dashes, e.g. tp = "
@@ -230,6 +243,9 @@ int train_program(int argc, char** argv, P p) {
     p.after_parse(app);
     apply_run_options(world, o, f.run);
     program_detail::check_program_options(f, p.model().vocab());
+    // opened now, so that an unwritable file fails at the start; a resumed run appends
+    MetricsLog metrics =
+        f.metrics.empty() ? MetricsLog() : MetricsLog(world, f.metrics, f.resuming);
     if (p.before_data(world, o, f.run)) return 0;
     TokenSource data = load_data(world, f.run.data, p.model().vocab(), p.model().seq());
     // --eval-every: the tail of the data is held out, never trained on
@@ -242,9 +258,11 @@ int train_program(int argc, char** argv, P p) {
     using program_detail::train;
     return with_device(f.run.device, [&](auto device) {
       using B = decltype(device);
-      if (f.run.precision == "bf16") return train<float, bf16, B>(world, p, f, data, held_out);
-      if (f.run.dtype == "double") return train<double, double, B>(world, p, f, data, held_out);
-      return train<float, float, B>(world, p, f, data, held_out);
+      if (f.run.precision == "bf16")
+        return train<float, bf16, B>(world, p, f, data, held_out, metrics);
+      if (f.run.dtype == "double")
+        return train<double, double, B>(world, p, f, data, held_out, metrics);
+      return train<float, float, B>(world, p, f, data, held_out, metrics);
     });
   });
 }

@@ -1,6 +1,6 @@
-// trident/costmodel/calibration_cache.hpp: the cost model's measurements of this machine kept in a
-// file and reused by the next run on the same machine and build (--layout auto's calibration,
-// layout.hpp), as DeepSpeed's autotuner and NCCL's tuner keep theirs.
+// trident/io/calibration_cache.hpp: measurements of this machine kept in a file and reused by the
+// next run on the same machine and build (--layout auto's calibration, costmodel/layout.hpp; the
+// GEMM peak of MFU, io/hardware_peak.hpp), as DeepSpeed's autotuner and NCCL's tuner keep theirs.
 //
 // A line per measurement: "<machine>\t<what>\t<values>". `machine` names what the figures depend
 // on: the host, the world's ranks and ranks per node, threads per rank, cores, and the build (the
@@ -29,7 +29,7 @@
 #include "../backend/cpu/threads.hpp"
 #include "../core/comm.hpp"
 
-namespace trident::costmodel {
+namespace trident {
 
 // Where a program keeps its calibrations by default: $TRIDENT_CACHE_DIR, else
 // $XDG_CACHE_HOME/trident, else $HOME/.cache/trident; "" when none of them is set.
@@ -44,7 +44,7 @@ inline std::string default_calibration_cache() {
   return dir.empty() ? "" : dir + "/calibration.tsv";
 }
 
-namespace detail {
+namespace cache_detail {
 // "host=a ranks=8 per_node=8 threads=1 cores=2 build=<size>-<mtime>"
 inline std::string machine_key(const Comm& world) {
   char host[256] = "unknown";
@@ -76,7 +76,7 @@ inline std::string read_on_root(const Comm& world, const std::string& path) {
   }
   return from_root(world, s.str());
 }
-}  // namespace detail
+}  // namespace cache_detail
 
 class CalibrationCache {
  public:
@@ -86,8 +86,9 @@ class CalibrationCache {
   // rank 0's host and build).
   CalibrationCache(const Comm& world, std::string path) : path_(std::move(path)) {
     if (path_.empty()) return;
-    machine_ = detail::from_root(world, detail::machine_key(world));  // node_comm: collective
-    std::istringstream lines(detail::read_on_root(world, path_));
+    machine_ =
+        cache_detail::from_root(world, cache_detail::machine_key(world));  // node_comm: collective
+    std::istringstream lines(cache_detail::read_on_root(world, path_));
     for (std::string line; std::getline(lines, line);) {
       const std::size_t a = line.find('\t'), b = line.find('\t', a + 1);
       if (a == std::string::npos || b == std::string::npos) continue;  // comments
@@ -126,7 +127,7 @@ class CalibrationCache {
     const std::string temporary = path_ + ".tmp." + std::to_string(getpid());
     {
       std::ofstream out(temporary);
-      out << "# trident calibration cache (costmodel/calibration_cache.hpp)\n";
+      out << "# trident calibration cache (io/calibration_cache.hpp)\n";
       // other machines' and builds' lines, the newest kMaxOthers (older builds fall out)
       const std::size_t first = others_.size() > kMaxOthers ? others_.size() - kMaxOthers : 0;
       for (std::size_t k = first; k < others_.size(); ++k) out << others_[k] << "\n";
@@ -159,4 +160,4 @@ class CalibrationCache {
   int reused_ = 0, measured_ = 0;
 };
 
-}  // namespace trident::costmodel
+}  // namespace trident
