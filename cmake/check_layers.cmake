@@ -3,8 +3,9 @@
 #   cmake -DROOT=<source dir> -P cmake/check_layers.cmake
 #
 # docs/ARCHITECTURE.md writes the order of the folders, low to high, on one line that starts
-# with "layers (low to high):". A header may include headers of its own folder and of folders
-# below it, never above: every upward include is printed (file, line, the include, both
+# with "layers (low to high):". A header (.hpp, .cuh, .cu) may include headers of its own folder
+# and of folders below it, never above: every upward include, written either way ("../x.hpp"
+# relative to the header, or <trident/x.hpp>), is printed (file, line, the include, both
 # layers) and the check fails. Headers directly in include/trident (the umbrella) may include
 # anything; a folder missing from the written order is an error too, so a new folder must be
 # placed before it can be used.
@@ -22,7 +23,7 @@ string(REGEX REPLACE "[` ]+" ";" order "${order}")
 list(FILTER order EXCLUDE REGEX "^$")
 
 set(base "${ROOT}/include/trident")
-file(GLOB_RECURSE headers RELATIVE "${base}" "${base}/*.hpp")
+file(GLOB_RECURSE headers RELATIVE "${base}" "${base}/*.hpp" "${base}/*.cuh" "${base}/*.cu")
 if(NOT headers)
   message(FATAL_ERROR "no headers under ${base}: nothing to check")
 endif()
@@ -41,11 +42,15 @@ foreach(h IN LISTS headers)
   get_filename_component(dir "${h}" DIRECTORY)
   # only the include lines (a whole file read as a CMake list would split on ';' and '[')
   file(READ "${base}/${h}" content)
-  file(STRINGS "${base}/${h}" lines REGEX "^#include \"")
+  file(STRINGS "${base}/${h}" lines REGEX "^#include (\"|<trident/)")
   foreach(line IN LISTS lines)
-    string(REGEX MATCH "^#include \"([^\"]+)\"" _ "${line}")
-    set(inc "${CMAKE_MATCH_1}")
-    get_filename_component(target "${base}/${dir}/${inc}" ABSOLUTE)
+    if(line MATCHES "^#include <trident/([^>]+)>")
+      set(target "${base}/${CMAKE_MATCH_1}")  # from the include root
+    else()
+      string(REGEX MATCH "^#include \"([^\"]+)\"" _ "${line}")
+      set(target "${base}/${dir}/${CMAKE_MATCH_1}")  # relative to the header
+    endif()
+    get_filename_component(target "${target}" ABSOLUTE)
     file(RELATIVE_PATH target "${base}" "${target}")
     string(REGEX MATCH "^[^/]+" to "${target}")
     if(NOT target MATCHES "/")

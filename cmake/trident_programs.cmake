@@ -10,7 +10,7 @@ target_compile_options(trident_program_settings INTERFACE
   # a CUDA build's programs compiled by nvcc (examples/CMakeLists.txt): the host compiler's flags
   $<$<COMPILE_LANGUAGE:CUDA>:$<$<CONFIG:Release>:-Xcompiler=-march=native> -Xcompiler=-fopenmp>)
 
-# How hard GCC optimises each target's own code in Release (docs/ARCHITECTURE.md §9). A 2-core
+# How hard GCC optimises each target's own code in Release (docs/BUILD.md). A 2-core
 # build is bound by the CPU seconds of its compiles, three quarters of them GCC's optimiser.
 # TIMED (-O3): code that is timed or trains, and every object of a program that times anything:
 # the instances (the training step with its kernels, Eigen's GEMM), the benchmarks, the examples
@@ -35,7 +35,7 @@ if(TRIDENT_SANITIZE)
   target_link_options(trident_program_settings INTERFACE ${trident_sanitizers})
 endif()
 
-# Code compiled once for every program instead of once in each (docs/ARCHITECTURE.md §9),
+# Code compiled once for every program instead of once in each (docs/BUILD.md),
 # internal (the installed library stays header-only): trident_cli, io/cli.hpp's definitions on
 # CLI11 (the programs do not see CLI11's headers); trident_instances, the templates the programs
 # declare `extern template` under TRIDENT_PREBUILT_INSTANCES (GPT-2's trainers, one source per

@@ -3,7 +3,7 @@
 // once for trident's programs (the declarations: models/gpt2/trainer.hpp, costmodel/measured.hpp).
 // One translation unit for the three: they share most of their code (float and bf16 compute
 // alike; the I/O is the same), which one unit compiles once: 46 s against 3 x 32 s apart
-// (docs/ARCHITECTURE.md §9).
+// (docs/BUILD.md).
 #include <trident/costmodel/measured.hpp>
 #include <trident/io/checkpoint.hpp>
 #include <trident/io/weights.hpp>

@@ -1,6 +1,6 @@
 // instances/llama_emulated.cpp: Llama's trainers and their run report on the emulated device
 // (backend::Emulated), compiled once for trident's programs, apart from the CPU's
-// (instances/llama.cpp) so that the two units build in parallel (docs/ARCHITECTURE.md §9).
+// (instances/llama.cpp) so that the two units build in parallel (docs/BUILD.md).
 #include <trident/io/checkpoint.hpp>
 #include <trident/io/weights.hpp>
 #include <trident/models/llama/llama.hpp>

@@ -81,14 +81,22 @@ if(TRIDENT_BUILD_EXAMPLES)
                        SKIP_REGULAR_EXPRESSION "cannot emulate a cluster here")
 endif()
 # The layering of include/trident (docs/ARCHITECTURE.md §4): no header includes a folder above
-# its own. layering.catches runs the same check on a fixture tree with one upward include and
-# passes only when the check names it.
+# its own. layering.catches runs the same check on a fixture tree with three upward includes (a
+# relative one, one from the include root, one in a .cuh) and passes only when it names each.
 add_test(NAME layering COMMAND ${CMAKE_COMMAND} -DROOT=${PROJECT_SOURCE_DIR} -P
                                ${PROJECT_SOURCE_DIR}/cmake/check_layers.cmake)
 add_test(NAME layering.catches COMMAND ${CMAKE_COMMAND} -DROOT=${PROJECT_SOURCE_DIR}/tests/layering
                                        -P ${PROJECT_SOURCE_DIR}/cmake/check_layers.cmake)
 set_tests_properties(layering.catches PROPERTIES PASS_REGULAR_EXPRESSION
-                     "reaches_up.hpp:3: #include \"../high/allowed.hpp\".*'low' \\(layer 0\\) includes 'high' above it")
+                     "reaches_up.cuh:3: #include \"../high/allowed.hpp\".*reaches_up.hpp:3: #include \"../high/allowed.hpp\".*'low' \\(layer 0\\) includes 'high' above it.*reaches_up_angle.hpp:3: #include[ \n]+<trident/high/allowed.hpp>.*3 include\\(s\\) break the layering")
+# Every file a comment or a document names exists (cmake/check_file_names.cmake);
+# file_names.catches runs it on a fixture that names one file that is there and one that is not.
+add_test(NAME file_names COMMAND ${CMAKE_COMMAND} -DROOT=${PROJECT_SOURCE_DIR} -P
+                                 ${PROJECT_SOURCE_DIR}/cmake/check_file_names.cmake)
+add_test(NAME file_names.catches COMMAND ${CMAKE_COMMAND} -DROOT=${PROJECT_SOURCE_DIR}/tests/file_names
+                                         -P ${PROJECT_SOURCE_DIR}/cmake/check_file_names.cmake)
+set_tests_properties(file_names.catches PROPERTIES PASS_REGULAR_EXPRESSION
+                     "docs/notes\\.md: names zero/renamed_store\\.hpp,.*1 name\\(s\\) of files")
 add_subdirectory(cuda)
 
 # No function over 60 lines (docs/ARCHITECTURE.md: small functions; the listed exceptions carry their

@@ -1,4 +1,4 @@
-// trident/tensor/matrix.hpp: the dense types every kernel uses (Eigen, row-major).
+// trident/core/matrix.hpp: the dense types every kernel uses (Eigen, row-major).
 //
 // Activations are (tokens, features) matrices in Megatron's [s, b, h] order: row t*B + b holds
 // token t of sequence b, so a slice of the sequence is a contiguous block of rows.

@@ -1,5 +1,5 @@
 // trident/data/token_file.hpp: pre-tokenized token files, the layout of llm.c (Karpathy,
-// github.com/karpathy/llm.c, dev/data/data_common.py write_datafile), so a corpus tokenized
+// github.com/karpathy/llm.c, write_datafile in its data_common.py), so a corpus tokenized
 // once by any tokenizer trains as it is.
 //
 // Layout, all little-endian:

@@ -3,7 +3,7 @@
 // translation unit that adds a flag.
 //
 // CLI11 is header-only and its parser is inline code: every translation unit that includes it
-// compiles ~9 s of it at -O3 (docs/ARCHITECTURE.md §9). This header does not include CLI11; its
+// compiles ~9 s of it at -O3 (docs/BUILD.md). This header does not include CLI11; its
 // definitions (io/detail/cli_definitions.hpp) are compiled where a program defines
 // TRIDENT_CLI_IMPLEMENTATION before including it, in exactly one translation unit, as doctest's
 // DOCTEST_CONFIG_IMPLEMENT (trident's own programs: instances/cli.cpp).

@@ -9,13 +9,13 @@
 // layers of tp/ compose these with their collectives.
 #pragma once
 
-#include <trident/nn/attention.hpp>
-#include <trident/nn/cross_entropy.hpp>
-#include <trident/nn/embedding.hpp>
-#include <trident/nn/gelu.hpp>
-#include <trident/nn/layernorm.hpp>
-#include <trident/nn/linear.hpp>
-#include <trident/nn/residual.hpp>
-#include <trident/nn/rmsnorm.hpp>
-#include <trident/nn/rope.hpp>
-#include <trident/nn/swiglu.hpp>
+#include "attention.hpp"
+#include "cross_entropy.hpp"
+#include "embedding.hpp"
+#include "gelu.hpp"
+#include "layernorm.hpp"
+#include "linear.hpp"
+#include "residual.hpp"
+#include "rmsnorm.hpp"
+#include "rope.hpp"
+#include "swiglu.hpp"

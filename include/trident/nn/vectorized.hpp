@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <cstddef>
 
-#include <trident/tensor/matrix.hpp>
+#include "../core/matrix.hpp"
 
 namespace trident::nn {
 

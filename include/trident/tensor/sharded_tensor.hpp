@@ -12,7 +12,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "matrix.hpp"
+#include "../core/matrix.hpp"
 #include "placement.hpp"
 
 namespace trident {

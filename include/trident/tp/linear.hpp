@@ -24,7 +24,7 @@
 #include <algorithm>
 
 #include "../nn/linear.hpp"
-#include "../tensor/matrix.hpp"
+#include "../core/matrix.hpp"
 #include "../tensor/redistribute.hpp"
 #include "tensor_parallel.hpp"
 

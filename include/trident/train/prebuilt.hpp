@@ -1,5 +1,5 @@
 // trident/train/prebuilt.hpp: the trainer instances trident's own programs link instead of
-// compiling (docs/ARCHITECTURE.md §9). trident's tests, examples and benchmarks are built with
+// compiling (docs/BUILD.md). trident's tests, examples and benchmarks are built with
 // TRIDENT_PREBUILT_INSTANCES: a model's trainer header then declares its trainers `extern
 // template` through the macros below, and instances/ defines them, once. The tools run on a
 // trainer (held-out loss, sampling, checkpoints, weights) are declared here, defined in train/

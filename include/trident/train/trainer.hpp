@@ -64,7 +64,7 @@ class Trainer : CheckedModel<M, T, S, B> {  // its static_asserts first (model/m
   using Chunk = typename M::template Stage<T, S, B>;
 
   // Defined below the class, not inline, as are step(bool) and optimizer(): a program that
-  // compiles them once declares `extern template class Trainer<...>` (docs/ARCHITECTURE.md §9).
+  // compiles them once declares `extern template class Trainer<...>` (docs/BUILD.md).
   Trainer(const Comm& world, M model, TrainOptions o, TokenSource data);
 
   const M& model() const { return model_; }

@@ -14,8 +14,8 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#include <trident/backend/cpu/blas.hpp>
-#include <trident/tensor/matrix.hpp>
+#include "../../core/matrix.hpp"
+#include "blas.hpp"
 
 namespace trident::backend {
 
@@ -87,7 +87,7 @@ void gemm(StridedMap<T> C, const CStridedMap<T>& A, const CStridedMap<T>& B, boo
 }  // namespace trident::backend
 
 // Eigen's GEMM is the largest template a program instantiates: trident's own programs compile it
-// once (instances/gemm.cpp; TRIDENT_PREBUILT_INSTANCES, docs/ARCHITECTURE.md §9). A user's program
+// once (instances/gemm.cpp; TRIDENT_PREBUILT_INSTANCES, docs/BUILD.md). A user's program
 // instantiates it itself.
 #define TRIDENT_EIGEN_GEMM_INSTANCE(T)                                          \
   template void trident::backend::eigen_gemm<T>(trident::StridedMap<T>,         \

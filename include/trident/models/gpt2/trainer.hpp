@@ -38,7 +38,7 @@ class Trainer : public trident::Trainer<Model, T, S, B> {
 
 // trident's own programs link GPT-2's trainers and the tools run on them, compiled once in
 // instances/gpt2.cpp (the CPU) and instances/gpt2_emulated.cpp (the emulated device)
-// (train/prebuilt.hpp, docs/ARCHITECTURE.md §9).
+// (train/prebuilt.hpp, docs/BUILD.md).
 #ifdef TRIDENT_PREBUILT_INSTANCES
 #include "../../train/prebuilt.hpp"
 

@@ -22,8 +22,8 @@
 #include <type_traits>
 #include <vector>
 
-#include <trident/nn/detail/attention_softmax.hpp>
-#include <trident/nn/detail/attention_tiles.hpp>
+#include "attention_softmax.hpp"
+#include "attention_tiles.hpp"
 
 namespace trident::nn {
 

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <limits>
 
-#include <trident/nn/detail/attention_tiles.hpp>
+#include "attention_tiles.hpp"
 
 namespace trident::nn {
 

@@ -8,9 +8,9 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
-#include <trident/nn/vectorized.hpp>
 #include <type_traits>
 #include <vector>
+#include "../vectorized.hpp"
 
 namespace trident::nn {
 

@@ -1,0 +1,2 @@
+// A file that exists, named by docs/notes.md.
+#pragma once
