@@ -1,6 +1,6 @@
 // examples/zero_vs_3d: with ZeRO, why do we still need 3D parallelism?
 //
-//   mpiexec -n 8 ./zero_vs_3d [--steps 3] [--svg-dir .]
+//   mpiexec -n 8 ./zero_vs_3d [--steps 3] [--svg-dir .] [--html zero_vs_3d.html]
 //
 // One GPT on 8 ranks, five ways: pure ZeRO-3 over DP = 8, and TP2-PP2-DP2 (1F1B), TP2-DP4,
 // PP2-DP4, TP4-DP2 with ZeRO-1. Each is run and measured (MemoryStats, CommStats, the step's
@@ -17,6 +17,7 @@
 #include <trident/costmodel/predict.hpp>
 #include <trident/io/bar_chart_svg.hpp>
 #include <trident/io/cli.hpp>
+#include <trident/io/html_report.hpp>
 #include <trident/models/gpt2/cli.hpp>
 #include <trident/trident.hpp>
 
@@ -159,7 +160,9 @@ AnswerScale toy_scale(const std::vector<Result>& results, int batch) {
   return a;
 }
 
-void write_charts(const std::vector<Result>& results, const std::string& dir) {
+// Writes the memory charts into `dir`; returns them (the all-runs chart first).
+std::vector<std::string> write_charts(const std::vector<Result>& results, const std::string& dir) {
+  std::vector<std::string> svgs(1);
   std::vector<const RankFigures*> most;
   std::vector<std::string> names, where;
   std::vector<double> most_predicted;
@@ -188,6 +191,7 @@ void write_charts(const std::vector<Result>& results, const std::string& dir) {
         memory_chart(r.run.name + ": memory per rank (tp,pp,dp)", ranks, labels, predicted);
     chart.notes = memory_notes(chart);
     io::write_bar_chart_svg(path, chart);
+    svgs.push_back(io::bar_chart_svg(chart));
     std::printf("wrote %s\n", path.c_str());
     most.push_back(top);
     names.push_back(r.run.name);
@@ -201,8 +205,36 @@ void write_charts(const std::vector<Result>& results, const std::string& dir) {
   all.sublabels = where;
   all.notes = memory_notes(all);
   io::write_bar_chart_svg(path, all);
+  svgs.front() = io::bar_chart_svg(all);
   std::printf("wrote %s, noting under its legend:\n", path.c_str());
   for (const std::string& note : all.notes) print_wrapped("  %s\n", note.c_str());
+  return svgs;
+}
+
+// --html: the comparison as one page (io/html_report.hpp): step time measured next to the cost
+// model, the memory charts, the bytes on the wire; the figures also as the page's JSON.
+void write_page(const std::string& path, const std::vector<Result>& results,
+                const std::vector<std::string>& memory, const std::vector<AnswerScale>& scales) {
+  io::BarChart time;
+  time.title = "Step time: measured (bars) and the cost model's prediction (markers)";
+  time.unit = "s", time.marker_name = "predicted (costmodel/predict.hpp)";
+  time.series.push_back({"measured", io::kind_colour(0), {}});
+  nlohmann::json data;
+  for (const Result& r : results) {
+    time.labels.push_back(r.run.name);
+    time.series[0].values.push_back(r.measured.step_s);
+    time.markers.push_back(r.predicted.step_s);
+    data["runs"].push_back({{"name", r.run.name},
+                            {"measured_step_s", r.measured.step_s},
+                            {"predicted_step_s", r.predicted.step_s},
+                            {"bubble", r.measured.report.bubble}});
+  }
+  std::string body = "<h1>ZeRO-3 next to 3D parallelism, 8 ranks</h1><h2>Step time</h2>" +
+                     io::bar_chart_svg(time) + "<h2>Memory per rank</h2>";
+  for (const std::string& svg : memory) body += svg;
+  body += "<h2>Bytes on the wire</h2>" + io::bar_chart_svg(answer_traffic_chart(scales));
+  io::write_text(path, io::html_page("zero_vs_3d", body, data));
+  std::printf("wrote %s\n", path.c_str());
 }
 
 // Each run calibrated (keeping the calls of the runs before), predicted and measured.
@@ -233,13 +265,14 @@ int main(int argc, char** argv) {
     const Comm world = Comm::world();
     gpt2::Config model = comparison_model();
     int batch = kComparisonBatch, steps = 3;
-    std::string svg_dir = ".";
+    std::string svg_dir = ".", html;
     cli::App app{"ZeRO-3 next to 3D parallelism on one model and 8 ranks: measured and predicted."};
     add_model_options(app, model);
     app.add_option("--batch", batch, "sequences per step (global batch)")->capture_default_str();
     app.add_option("--steps", steps, "measured steps per configuration (after one warm-up)")
         ->capture_default_str();
     app.add_option("--svg-dir", svg_dir, "folder for the memory bar charts")->capture_default_str();
+    app.add_option("--html", html, "write the comparison as one self-contained web page");
     parse_command_line(app, argc, argv, world);
     require(world.size() == 8,
             "zero_vs_3d compares five 8-rank configurations: run it with "
@@ -261,6 +294,7 @@ int main(int argc, char** argv) {
     const std::string probe = svg_dir + "/zero_vs_3d_all.svg";
     agree(world, world.rank() != 0 || static_cast<bool>(std::ofstream(probe)),
           "cannot write the bar charts into --svg-dir '" + svg_dir + "'");
+    if (!html.empty()) io::check_writable(world, html, "--html");
     const std::vector<Result> results =
         calibrate_and_measure(world, runs, precision, TokenSource::synthetic(model.vocab), steps);
     const AnswerScale cluster = cluster_scale(world, precision);  // calibrated on all ranks
@@ -270,10 +304,11 @@ int main(int argc, char** argv) {
     print_time(results, steps);
     explain(results);
     print_gpt3();
-    write_charts(results, svg_dir);
+    const std::vector<std::string> memory = write_charts(results, svg_dir);
     const std::vector<AnswerScale> scales = {toy_scale(results, batch), cluster, gpt3_scale()};
     print_answer(scales);
     write_answer_chart(scales, svg_dir + "/zero_vs_3d_traffic.svg");
+    if (!html.empty()) write_page(html, results, memory, scales);
     return 0;
   });
 }

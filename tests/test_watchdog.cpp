@@ -8,6 +8,7 @@
 
 #include <trident/core/comm.hpp>
 #include <trident/core/fault.hpp>
+#include <trident/train/waits.hpp>
 
 #include "mpi_test.hpp"
 
@@ -101,4 +102,34 @@ TEST_CASE("a timeout is a number of seconds > 0") {
   CHECK_THROWS_AS(checked_timeout(std::nan(""), "--timeout"), Error);
   CHECK_THROWS_AS(checked_timeout(HUGE_VAL, "--timeout"), Error);
   CHECK(wait_tuning().timeout_seconds > 0);
+}
+
+TEST_CASE(
+    "waits: a collective's wait goes to the member that posted last, a message's to its other "
+    "end") {
+  // world ranks 0 and 1; a TP all-reduce, a pipeline message from 1 to 0, and a collective whose
+  // other member's stamp is missing (all of it exposed)
+  std::vector<CallStamp> stamps;
+  const int tp = wait_group("tp"), pp = wait_group("pp");
+  stamps.push_back({0, tp, -1, false, 11, 0.00, 0.00, 0.11});  // waits 0.10 for rank 1
+  stamps.push_back({1, tp, -1, false, 11, 0.10, 0.10, 0.11});  // last: 0.01 exposed
+  stamps.push_back({1, pp, 0, true, 22, 0.20, 0.20, 0.20});    // an eager send: nothing blocked
+  stamps.push_back({0, pp, 1, false, 22, 0.00, 0.15, 0.21});   // posted early, waits from 0.15
+  stamps.push_back({1, wait_group("dp"), -1, false, 33, 0.30, 0.30, 0.32});
+  std::vector<RankWaits> w(2);
+  for (RankWaits& r : w) r.waited_for.assign(kWaitGroups * 2, 0.0);
+  attribute_waits(stamps, w);
+  CHECK(w[0].waited_for[std::size_t(tp * 2 + 1)] == doctest::Approx(0.10));
+  CHECK(w[0].waited_for[std::size_t(pp * 2 + 1)] == doctest::Approx(0.05));
+  CHECK(w[0].waiting == doctest::Approx(0.15));
+  CHECK(w[0].exposed == doctest::Approx(0.02));  // 0.01 of the all-reduce, 0.01 of the message
+  CHECK(w[1].waiting == 0);
+  CHECK(w[1].exposed == doctest::Approx(0.03));  // 0.01 + the unmatched 0.02
+  CHECK(wait_group("dp_cp") == wait_group("dp"));
+  CHECK(std::string(wait_group_name(wait_group("mp"))) == "other");
+}
+
+TEST_CASE("waits: the clock offset of ranks sharing one clock is below a millisecond") {
+  TRIDENT_RANKS(2, comm);
+  CHECK(std::abs(clock_offset(comm)) < 1e-3);
 }

@@ -7,7 +7,8 @@
 //  - per measured step (the report's steps), the largest rank's bytes on each axis are the
 //    largest of the report's per-step figures; with no evaluation between them, the steps'
 //    peaks of activations and buffers reach the report's (which span all measured steps);
-//  - held-out losses: a line for each of the report's, after the same steps.
+//  - held-out losses: a line for each of the report's, after the same steps;
+//  - each measured step's waits (train/waits.hpp) per rank; none for the warm-up.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -101,6 +102,12 @@ int main(int argc, char** argv) {
     expect(steps[k].at("step") == report.at("first_step").get<int>() + int(k), "step numbers");
     expect(steps[k].at("loss") == losses[k], "step " + std::to_string(k) + ": loss");
     expect(steps[k].at("warmup") == (k == 0), "only the first step warms up");
+    // who made whom wait: a measured step's split per rank, not the warm-up's
+    const json& w = steps[k].at("waits");
+    expect(k == 0 ? w.is_null()
+                  : w.at("waiting_s").size() == report.at("ranks").size() &&
+                        w.at("waited_for_s").at("tp").size() == report.at("ranks").size(),
+           "step " + std::to_string(k) + ": waits");
   }
   check_mfu(report, steps);
   check_measured(report, steps, !evals.empty());

@@ -335,6 +335,7 @@ trident_cli_error(write_config_unwritable RANKS 2 PROGRAM train_gpt ARGS ${tiny}
 # on TP2-PP2 and on DP2 ZeRO-3 with held-out losses; an unwritable file fails at the start.
 trident_program(check_metrics UNTIMED cli/check_metrics.cpp)
 set(dir ${CMAKE_CURRENT_BINARY_DIR}/metrics)
+file(MAKE_DIRECTORY ${dir})
 set(metrics_run ${MPIEXEC_EXECUTABLE}|${MPIEXEC_NUMPROC_FLAG})
 set(metrics_model --layers|4|--hidden|32|--heads|4|--seq|16|--batch|8|--data|synthetic)
 trident_steps(metrics.tp2_pp2
@@ -346,6 +347,36 @@ trident_steps(metrics.dp2_zero3_eval
   "$<TARGET_FILE:check_metrics>|${dir}/b.jsonl|${dir}/b.json")
 trident_cli_error(metrics_unwritable RANKS 2 PROGRAM train_gpt ARGS ${tiny}
   --metrics no_such_folder/m.jsonl EXPECT "--metrics: cannot write no_such_folder/m.jsonl")
+
+# --html (io/html_report.hpp): the page, opened in headless Chromium (cli/html_report.cmake), has
+# no console message and plots the JSON's numbers (cli/check_html.cpp); an unwritable page fails
+# at the start.
+trident_program(check_html UNTIMED cli/check_html.cpp)
+add_test(NAME cli.html_report COMMAND ${CMAKE_COMMAND}
+         "-DCOMMAND=${metrics_run}|4|$<TARGET_FILE:train_gpt>|${metrics_model}|--steps|6|--tp|2|--pp|2|--microbatches|4|--eval-every|2|--html|${dir}/report.html|--json|${dir}/report.json"
+         -DPAGE=${dir}/report.html -DJSON=${dir}/report.json -DCHECK=$<TARGET_FILE:check_html>
+         -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/html_report.cmake)
+set_tests_properties(cli.html_report PROPERTIES TIMEOUT 240 SKIP_REGULAR_EXPRESSION "SKIPPED: "
+                     ENVIRONMENT "OMP_NUM_THREADS=1")
+trident_cli_error(html_unwritable RANKS 2 PROGRAM train_gpt ARGS ${tiny}
+  --html no_such_folder/r.html EXPECT "--html: cannot write no_such_folder/r.html")
+
+# Who made whom wait (train/waits.hpp): rank SLOW sleeps 30 ms before each forward pass of a
+# microbatch (TRIDENT_FAULT=slow); the report must attribute >= 90% of the sleeps to it and, on
+# every rank, compute + exposed communication + waiting = the step within 5%
+# (cli/check_waits.cpp), on TP2, PP2, DP2 ZeRO-3 and TP2-PP2-DP2.
+trident_program(check_waits UNTIMED cli/check_waits.cpp)
+function(trident_waits name ranks slow mesh)
+  set(json ${dir}/waits_${name}.json)
+  trident_steps(waits.${name}
+    "${metrics_run}|${ranks}|$<TARGET_FILE:train_gpt>|${metrics_model}|--steps|4|${mesh}|--json|${json}"
+    "$<TARGET_FILE:check_waits>|${json}|${slow}")
+  set_property(TEST cli.waits.${name} APPEND PROPERTY ENVIRONMENT "TRIDENT_FAULT=slow:rank=${slow}:ms=30")
+endfunction()
+trident_waits(tp2 2 1 --tp|2)
+trident_waits(pp2 2 0 --pp|2|--microbatches|4)
+trident_waits(dp2_zero3 2 1 --dp|2|--zero|3)
+trident_waits(tp2_pp2_dp2 8 5 --tp|2|--pp|2|--dp|2|--microbatches|2)
 
 # The JSON report's formulas: forms, inputs and values that agree (tests/cli/report_json.cmake).
 add_test(NAME cli.report_json COMMAND ${CMAKE_COMMAND}

@@ -40,6 +40,7 @@ tour_figures(flagship RANKS 8 TIMEOUT 300
 # §5 and §11: zero_vs_3d's memory, bytes, GPT-3 figures and the answer's deterministic columns
 tour_figures(zero_vs_3d RANKS 8 TIMEOUT 900
   COMMAND $<TARGET_FILE:zero_vs_3d> --steps 1 --svg-dir ${CMAKE_CURRENT_BINARY_DIR}
+          --html ${CMAKE_CURRENT_BINARY_DIR}/zero_vs_3d.html
   FIGURES "14.1 MiB" "against 29.0" "44.5 MiB" "27.0" "88.6 MiB" "2.2x the" "41.1"
           "2098 GB per GPU per step" "115 s against 38 s" "477 GB per GPU per step"
           "ZeRO-3 DP8 MiB 14.1 44.5 58.6 88.6"
@@ -49,6 +50,15 @@ tour_figures(zero_vs_3d RANKS 8 TIMEOUT 900
           "tallest: TP4-DP2 ZeRO-1 (rank 0), 97.7 MiB: activations 70.1 (72%)"
           "2 nodes x 4 ranks, 100 Mbit/s: 37.02 MiB, the best 3D layout's 28% of it"
           "GPT-3 175B, 1024 A100s: 2096 GB, the best 3D layout's 40% of it")
+# zero_vs_3d's page (--html, io/html_report.hpp) from the run above, opened in headless Chromium
+# (tests/cli/html_report.cmake): no console message, each run's step time plotted as measured
+# and its prediction as the marker (tests/cli/check_html.cpp).
+set_tests_properties(tour.zero_vs_3d PROPERTIES FIXTURES_SETUP zero_vs_3d_page)
+add_test(NAME tour.zero_vs_3d_html COMMAND ${CMAKE_COMMAND}
+         -DPAGE=${CMAKE_CURRENT_BINARY_DIR}/zero_vs_3d.html -DCHECK=$<TARGET_FILE:check_html>
+         -P ${PROJECT_SOURCE_DIR}/tests/cli/html_report.cmake)
+set_tests_properties(tour.zero_vs_3d_html PROPERTIES TIMEOUT 180 FIXTURES_REQUIRED zero_vs_3d_page
+                     SKIP_REGULAR_EXPRESSION "SKIPPED: ")
 # §6 in its quick mode, on the emulated cluster: it ends with status 0 (the teardown once turned
 # correct runs into 9) and prints the predicted bytes cluster.md quotes (the cost model's, the
 # same in both modes for ZeRO-3: its bytes are the parameters'), and the DGX A100 ratio

@@ -113,15 +113,21 @@ class Comm : public CommHandle {
   }
   template <class T>
   Request isend(Span<const T> buf, int dest, int tag) const {
-    return start(CommOp::send, buf.bytes(), dest, [&](MPI_Request* r) {
-      return MPI_Isend(buf.data(), count(buf.size()), mpi_type<T>(), dest, tag, comm_, r);
-    });
+    return start(
+        CommOp::send, buf.bytes(), dest,
+        [&](MPI_Request* r) {
+          return MPI_Isend(buf.data(), count(buf.size()), mpi_type<T>(), dest, tag, comm_, r);
+        },
+        tag);
   }
   template <class T>
   Request irecv(Span<T> buf, int source, int tag) const {
-    return start(CommOp::recv, buf.bytes(), source, [&](MPI_Request* r) {
-      return MPI_Irecv(buf.data(), count(buf.size()), mpi_type<T>(), source, tag, comm_, r);
-    });
+    return start(
+        CommOp::recv, buf.bytes(), source,
+        [&](MPI_Request* r) {
+          return MPI_Irecv(buf.data(), count(buf.size()), mpi_type<T>(), source, tag, comm_, r);
+        },
+        tag);
   }
   Request ibarrier() const {
     return start(CommOp::barrier, 0, -1, [&](MPI_Request* r) { return MPI_Ibarrier(comm_, r); });

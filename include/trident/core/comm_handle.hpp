@@ -90,12 +90,12 @@ class CommHandle {
   // Records the start of one operation (begun at t0) in the flight recorder and sets `what`;
   // false when the skip-collective fault makes this rank skip it (recorded, not posted).
   // peer: the group rank of the peer or root, -1 for none.
-  bool begin(CommOp op, std::size_t bytes, int peer, double t0, Waiting& what) const {
+  bool begin(CommOp op, std::size_t bytes, int peer, double t0, Waiting& what, int tag = -1) const {
     require(valid(), std::string("communication on a null communicator (") + to_string(op) + ")");
     if (!group_) group_ = flight_recorder().group(comm_, name_);
     FlightRecorder& recorder = flight_recorder();
     const bool skip = op != CommOp::send && op != CommOp::recv && skip_fault(recorder.step());
-    what = Waiting{op, group_, peer, recorder.begin(op, group_, peer, bytes, t0, skip)};
+    what = Waiting{op, group_, peer, recorder.begin(op, group_, peer, bytes, t0, skip, tag)};
     return !skip;
   }
   // Counts one operation and the seconds since t0 (stats.hpp's convention).
@@ -107,10 +107,10 @@ class CommHandle {
 
   // Starts one operation through `post`, counts and records it, and wraps it in a Request.
   template <class Post>
-  Request start(CommOp op, std::size_t bytes, int peer, Post&& post) const {
+  Request start(CommOp op, std::size_t bytes, int peer, Post&& post, int tag = -1) const {
     const double t0 = detail::now_seconds();
     Waiting what;
-    if (!begin(op, bytes, peer, t0, what)) return Request();
+    if (!begin(op, bytes, peer, t0, what, tag)) return Request();
     MPI_Request request = MPI_REQUEST_NULL;
     check_mpi(post(&request), to_string(op));
     count(op, bytes, t0);
@@ -142,6 +142,7 @@ class CommHandle {
     const double t0 = detail::now_seconds();
     Waiting what;
     if (!begin(op, bytes, peer, t0, what)) return;
+    flight_recorder().waiting(what.record, t0);  // blocking: waits from its start
     run(what);
     count(op, bytes, t0);
     flight_recorder().end(what.record, detail::now_seconds());

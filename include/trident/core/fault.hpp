@@ -5,14 +5,20 @@
 //   TRIDENT_FAULT=kill-mid-step:rank=1:step=2     rank 1 kills itself (SIGKILL) in step 2
 //   TRIDENT_FAULT=nan-loss:rank=0:step=2          rank 0's share of the loss is NaN at step 2
 //   TRIDENT_FAULT=nan-grad:rank=0:step=2          rank 0's share of the gradient norm is NaN
+//   TRIDENT_FAULT=slow:rank=1:ms=20               rank 1 sleeps 20 ms before each forward pass
+//                                                 of a microbatch (train/waits.hpp names it)
 //
 // A missing rank= or step= matches any. The code that owns a fault asks armed(kind, rank, step)
 // at the point where the fault happens; the variable is read once, so asking is cheap.
 #pragma once
 
+#include <chrono>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "error.hpp"
 
@@ -22,6 +28,7 @@ struct Spec {
   std::string kind;
   int rank = -1;  // -1: any rank
   int step = -1;  // -1: any step
+  int ms = 0;     // slow: the sleep, milliseconds
 };
 
 namespace detail {
@@ -51,9 +58,11 @@ inline Spec parse(const std::string& text) {
     } else {
       const std::size_t eq = item.find('=');
       const std::string key = item.substr(0, eq);
-      require(eq != std::string::npos && (key == "rank" || key == "step"),
-              "TRIDENT_FAULT='" + text + "': expected rank=N or step=N, got '" + item + "'");
-      (key == "rank" ? spec.rank : spec.step) = parse_number(item.substr(eq + 1), text);
+      require(eq != std::string::npos && (key == "rank" || key == "step" || key == "ms"),
+              "TRIDENT_FAULT='" + text + "': expected rank=N, step=N or ms=N, got '" + item + "'");
+      (key == "rank"   ? spec.rank
+       : key == "step" ? spec.step
+                       : spec.ms) = parse_number(item.substr(eq + 1), text);
     }
     begin = end + 1;
   }
@@ -69,9 +78,10 @@ inline std::optional<Spec> from_environment() {
   return detail::parse(text);
 }
 
-// True when TRIDENT_FAULT names this kind, rank and step. The variable is parsed again only
-// when its text changes (a malformed one throws here), so asking on a hot path is cheap.
-inline bool armed(const char* kind, int rank, int step) {
+// The fault TRIDENT_FAULT names when it is this kind, rank and step; else null. The variable is
+// parsed again only when its text changes (a malformed one throws here), so asking on a hot
+// path is cheap.
+inline const Spec* armed_spec(const char* kind, int rank, int step) {
   static std::string text;
   static std::optional<Spec> spec;
   const char* now = std::getenv("TRIDENT_FAULT");
@@ -80,8 +90,38 @@ inline bool armed(const char* kind, int rank, int step) {
     spec = current.empty() ? std::nullopt : std::optional<Spec>(detail::parse(current));
     text = current;
   }
-  return spec && spec->kind == kind && (spec->rank < 0 || spec->rank == rank) &&
-         (spec->step < 0 || spec->step == step);
+  const bool hit = spec && spec->kind == kind && (spec->rank < 0 || spec->rank == rank) &&
+                   (spec->step < 0 || spec->step == step);
+  return hit ? &*spec : nullptr;
+}
+inline bool armed(const char* kind, int rank, int step) {
+  return armed_spec(kind, rank, step) != nullptr;
+}
+
+// The seconds the slow fault has slept in this process.
+inline double& injected_seconds() {
+  static double seconds = 0;
+  return seconds;
+}
+
+// The faults a forward pass of a microbatch owns: kill-mid-step (SIGKILL, announced with the
+// epoch time so a test can time the job's end) and slow (a sleep, counted).
+inline void before_forward(int rank, int step) {
+  if (armed("kill-mid-step", rank, step)) {
+    const double epoch =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    std::fprintf(stderr,
+                 "trident fault: rank %d kills itself with SIGKILL in step %d, at epoch %.3f s\n",
+                 rank, step, epoch);
+    std::fflush(stderr);
+    std::raise(SIGKILL);
+  }
+  if (const Spec* slow = armed_spec("slow", rank, step)) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(std::chrono::milliseconds(slow->ms));
+    injected_seconds() +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
 }
 
 }  // namespace trident::fault

@@ -11,7 +11,9 @@
 // Groups are keyed by (name, world ranks of the members), computed once per communicator, so
 // every member computes the same key and the counts of communicators rebuilt with the same
 // members (as each test builds its mesh again) continue one sequence.
-// Recording costs a few stores per call; a ring of 64 slots never allocates.
+// Recording costs a few stores per call; a ring of 64 slots never allocates. A training step may
+// also keep a log of all its calls (begin_step_log), for train/waits.hpp's attribution of who
+// made whom wait: then each call also records when this rank began to wait for it.
 #pragma once
 
 #include <mpi.h>
@@ -52,6 +54,8 @@ struct CallRecord {
   int step = -1, microbatch = -1;
   double start = 0, end = 0;  // seconds (detail::now_seconds); end 0: not complete
   bool skipped = false;       // not posted: the skip-collective fault
+  int tag = -1;               // send/recv: the message's tag
+  double blocked_from = 0;    // when this rank began to wait for it (0: not yet); end if never
 };
 
 class FlightRecorder {
@@ -77,18 +81,42 @@ class FlightRecorder {
   // Records the start of a call; returns its id for end(). A collective's sequence number
   // counts it on its group unless it was skipped (never posted).
   std::uint64_t begin(CommOp op, GroupRecord* group, int peer, std::uint64_t bytes, double now,
-                      bool skipped = false) {
+                      bool skipped = false, int tag = -1) {
     const bool collective = op != CommOp::send && op != CommOp::recv;
     CallRecord& r = ring_[count_ % kCapacity];
-    r = {op, group, peer, bytes, 0, step_, microbatch_, now, skipped ? now : 0.0, skipped};
+    r = {op,          group, peer,
+         bytes,       0,     step_,
+         microbatch_, now,   skipped ? now : 0.0,
+         skipped,     tag,   skipped ? now : 0.0};
     if (collective && group) r.sequence = group->collectives + 1;
     if (collective && group && !skipped) group->collectives += 1;
+    if (logging_) log_.push_back(r);
     return count_++;
   }
-  // Records the end of call `id` (ignored once the ring has moved past it).
-  void end(std::uint64_t id, double now) {
-    if (id < count_ && count_ - id <= kCapacity) ring_[id % kCapacity].end = now;
+  // Records that this rank began to wait for call `id` (the first time only).
+  void waiting(std::uint64_t id, double now) {
+    for (CallRecord* r : {ring_slot(id), log_slot(id)})
+      if (r && r->blocked_from == 0) r->blocked_from = now;
   }
+  // Records the end of call `id` (ignored once the ring has moved past it); a call never waited
+  // for was blocked for no time.
+  void end(std::uint64_t id, double now) {
+    waiting(id, now);
+    for (CallRecord* r : {ring_slot(id), log_slot(id)})
+      if (r) r->end = now;
+  }
+
+  // The step log: every call begun from begin_step_log() to end_step_log() (their ends and
+  // waits recorded as they come), kept until the next begin_step_log(); only while someone reads
+  // it (keep_step_log(true): train/wait_attribution.hpp), else empty.
+  void keep_step_log(bool on) { keep_log_ = on; }
+  void begin_step_log() {
+    log_.clear();
+    log_first_ = count_;
+    logging_ = keep_log_;
+  }
+  void end_step_log() { logging_ = false; }
+  const std::vector<CallRecord>& step_log() const { return log_; }
   const CallRecord* find(std::uint64_t id) const {
     return id < count_ && count_ - id <= kCapacity ? &ring_[id % kCapacity] : nullptr;
   }
@@ -122,8 +150,18 @@ class FlightRecorder {
     return out;
   }
 
+  CallRecord* ring_slot(std::uint64_t id) {
+    return id < count_ && count_ - id <= kCapacity ? &ring_[id % kCapacity] : nullptr;
+  }
+  CallRecord* log_slot(std::uint64_t id) {
+    return id >= log_first_ && id - log_first_ < log_.size() ? &log_[id - log_first_] : nullptr;
+  }
+
   std::array<CallRecord, kCapacity> ring_{};
   std::uint64_t count_ = 0;
+  std::vector<CallRecord> log_;  // the step log
+  std::uint64_t log_first_ = 0;  // the id of log_[0]
+  bool logging_ = false, keep_log_ = false;
   std::map<std::uint64_t, GroupRecord> groups_;  // node addresses are stable
   int step_ = -1, microbatch_ = -1;
 };

@@ -185,6 +185,7 @@ class [[nodiscard]] Request {
   void wait(MPI_Status* status = nullptr) {
     if (!active()) return;
     const double t0 = detail::now_seconds();
+    flight_recorder().waiting(what_.record, t0);
     detail::complete(request_, status, what_);
     detail::pending_requests() -= 1;
     const double t1 = detail::now_seconds();

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -46,6 +47,12 @@ namespace bar_chart_detail {
 
 using pp::detail::number;
 using pp::detail::xml_escape;
+
+inline std::string exact(double v) {  // a data attribute's number, to the last bit
+  char s[32];
+  std::snprintf(s, sizeof s, "%.17g", v);
+  return s;
+}
 
 inline void check(const BarChart& c) {
   const std::size_t bars = c.labels.size();
@@ -134,14 +141,17 @@ inline void write_bar(std::ostream& svg, const BarChart& c, const Layout& l, std
     if (v <= 0) continue;
     svg << "<rect x=\"" << x << "\" y=\"" << l.y_of(stack + v) << "\" width=\"" << l.bar_w
         << "\" height=\"" << l.y_of(stack) - l.y_of(stack + v) << "\" fill=\"" << s.colour
-        << "\" stroke=\"#ffffff\" stroke-width=\"0.8\"><title>" << xml_escape(c.labels[b]) << ": "
-        << xml_escape(s.name) << " " << number(v) << ' ' << xml_escape(c.unit)
-        << "</title></rect>\n";
+        << "\" stroke=\"#ffffff\" stroke-width=\"0.8\" data-label=\"" << xml_escape(c.labels[b])
+        << "\" data-series=\"" << xml_escape(s.name) << "\" data-value=\"" << exact(v)
+        << "\"><title>" << xml_escape(c.labels[b]) << ": " << xml_escape(s.name) << " " << number(v)
+        << ' ' << xml_escape(c.unit) << "</title></rect>\n";
     stack += v;
   }
   if (!c.markers.empty() && std::isfinite(c.markers[b])) {
     const double y = l.y_of(c.markers[b]), mid = x + l.bar_w / 2;
-    svg << "<g><title>" << xml_escape(c.labels[b]) << ": " << xml_escape(c.marker_name) << ' '
+    svg << "<g data-label=\"" << xml_escape(c.labels[b])
+        << "\" data-series=\"marker\" data-value=\"" << exact(c.markers[b]) << "\"><title>"
+        << xml_escape(c.labels[b]) << ": " << xml_escape(c.marker_name) << ' '
         << number(c.markers[b]) << ' ' << xml_escape(c.unit) << "</title><line x1=\"" << x - 4
         << "\" y1=\"" << y << "\" x2=\"" << x + l.bar_w + 4 << "\" y2=\"" << y
         << "\" stroke=\"#000\" stroke-width=\"1.5\" stroke-dasharray=\"4 2\"/><path d=\"M " << mid

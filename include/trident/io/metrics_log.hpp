@@ -5,7 +5,9 @@
 // A step's line:
 //   {"step", "loss", "grad_norm", "lr", "seconds", "tokens_per_s", "mfu", "skipped", "warmup",
 //    "memory_peak_bytes": {kind: the largest of the ranks' peaks during the step},
-//    "traffic_bytes": {axis: the largest of the ranks' bytes of the step, core/stats.hpp's count}}
+//    "traffic_bytes": {axis: the largest of the ranks' bytes of the step, core/stats.hpp's count},
+//    "waits": {"compute_s", "exposed_s", "waiting_s": per rank, "waited_for_s": {group: the
+//              seconds all ranks waited for each rank}} (train/waits.hpp; null for the warm-up)}
 // An evaluation's: {"step": the step it follows, "steps_done", "val_loss", "eval_batches"}.
 // mfu is train/mfu.hpp's, over the peak written in the run's JSON (null when no peak is known).
 // A resumed run appends: the steps redone since the checkpoint appear again, and the later lines
@@ -21,6 +23,7 @@
 #include "../train/mfu.hpp"
 #include "../train/report_figures.hpp"
 #include "../train/trainer.hpp"
+#include "../train/wait_attribution.hpp"
 
 namespace trident {
 
@@ -55,7 +58,8 @@ class MetricsLog {
 
   // After step `s`, which trained `tokens` tokens: the ranks' figures gathered (collective), the
   // line written on world rank 0.
-  void step(const Comm& world, int s, const StepResult& r, double tokens, bool warmup) {
+  void step(const Comm& world, int s, const StepResult& r, double tokens, bool warmup,
+            const WaitAttribution* waits) {
     if (!enabled()) return;
     const Traffic after = measured_traffic(1);
     std::vector<double> mine;  // the memory kinds' step peaks, then the axes' bytes
@@ -80,7 +84,27 @@ class MetricsLog {
            {"skipped", r.skipped},
            {"warmup", warmup},
            {"memory_peak_bytes", memory},
-           {"traffic_bytes", traffic}});
+           {"traffic_bytes", traffic},
+           {"waits", waits && waits->enabled() ? waits_json(waits->last()) : nlohmann::json()}});
+  }
+
+  // Per rank: compute, exposed communication and waiting seconds; per group, the seconds all
+  // ranks waited for each rank.
+  static nlohmann::json waits_json(const std::vector<RankWaits>& w) {
+    nlohmann::json j;
+    const std::size_t n = w.size();
+    for (const RankWaits& r : w) {
+      j["compute_s"].push_back(r.compute);
+      j["exposed_s"].push_back(r.exposed);
+      j["waiting_s"].push_back(r.waiting);
+    }
+    for (int g = 0; g < kWaitGroups; ++g) {
+      std::vector<double> culprits(n, 0.0);
+      for (const RankWaits& r : w)
+        for (std::size_t c = 0; c < n; ++c) culprits[c] += r.waited_for[g * n + c];
+      j["waited_for_s"][wait_group_name(g)] = culprits;
+    }
+    return j;
   }
 
   // A held-out loss after `steps_done` steps (world rank 0 writes it).

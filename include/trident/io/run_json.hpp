@@ -12,6 +12,7 @@
 
 #include "../train/report.hpp"
 #include "../train/report_formulas.hpp"
+#include "../train/wait_attribution.hpp"
 #include "train_cli.hpp"
 
 namespace trident {
@@ -118,6 +119,30 @@ inline nlohmann::json run_json(const TrainOptions& o, const RunFlags& f, const s
                  {"formula", report.bubble_formula}};
   for (const RankFigures& r : report.ranks) j["ranks"].push_back(rank_json(r));
   j["formulas"] = formulas_json(o, report);
+  return j;
+}
+
+// Who made whom wait (train/waits.hpp): per rank, seconds per measured step of the step, compute,
+// exposed communication, waiting and the slow fault's sleeps, and per group the seconds it
+// waited for each rank; null when not attributed.
+inline nlohmann::json waits_json(const WaitAttribution& waits) {
+  if (!waits.enabled() || waits.steps() == 0) return nullptr;
+  nlohmann::json j;
+  j["steps"] = waits.steps();
+  j["attribution_seconds_per_step"] = waits.seconds() / waits.steps();  // after each step
+  const std::size_t n = waits.total().size();
+  for (const RankWaits& r : waits.total()) {
+    const double k = waits.steps();
+    nlohmann::json x = {{"step", r.step / k},         {"compute", r.compute / k},
+                        {"exposed", r.exposed / k},   {"waiting", r.waiting / k},
+                        {"injected", r.injected / k}, {"other", r.other() / k}};
+    for (int g = 0; g < kWaitGroups; ++g) {
+      std::vector<double> culprits(n);
+      for (std::size_t c = 0; c < n; ++c) culprits[c] = r.waited_for[g * n + c] / k;
+      x["waited_for"][wait_group_name(g)] = culprits;
+    }
+    j["ranks"].push_back(x);
+  }
   return j;
 }
 

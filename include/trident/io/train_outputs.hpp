@@ -18,7 +18,10 @@
 #include "../train/mfu.hpp"
 #include "../train/report.hpp"
 #include "../train/sample.hpp"
+#include "../train/wait_attribution.hpp"
+#include "../train/waits_text.hpp"
 #include "chrome_trace.hpp"
+#include "html_report.hpp"
 #include "inference_cli.hpp"
 #include "run_json.hpp"
 #include "train_cli.hpp"
@@ -29,11 +32,12 @@ namespace trident {
 struct ProgramFlags {
   TrainOptions o;
   RunFlags run;  // the mesh, schedule, ZeRO, data, steps, report (io/train_cli.hpp)
-  std::string init, save, dump_grads, trace, svg, metrics;
+  std::string init, save, dump_grads, trace, svg, metrics, html;
   std::string write_config, config;  // --write-config; the effective configuration (TOML)
   // --resume: a checkpoint, or empty for the newest in --checkpoint-dir
   std::string checkpoint_dir, resume;
   bool resuming = false;
+  bool no_waits = false;  // --no-waits: no attribution of waits (train/waits.hpp)
   int save_every = 0, keep = 0, stop_after = 0;
   InferenceFlags inference;  // --eval-every, --sample, ...
   cli::Option* resume_flag = nullptr;
@@ -45,10 +49,12 @@ struct TrainHistory {
   int first = 0, last = 0;                 // steps [first, last) run by this process
   std::vector<double> losses, val_losses;  // val_losses[k]: held-out, after val_steps[k] steps
   std::vector<double> norms;               // the finite gradient norms so far
+  std::vector<double> seconds;             // every step's
   std::vector<int> val_steps;
   std::vector<int> skipped;  // steps skipped for a non-finite loss or gradient norm
   std::vector<StepResult> measured;
   ReportWindow window;           // opened before the first measured step
+  WaitAttribution waits;         // the measured steps' waits (train/wait_attribution.hpp)
   bool spike_explained = false;  // the first gradient-norm spike's lines printed
 };
 
@@ -113,6 +119,7 @@ void print_closing(const Tr& t, const ProgramFlags& f, const TrainHistory& h, co
   }
   print_mfu(x);
   print_report(x.report, t.model(), t.options());
+  print_waits(h.waits);
   if (!x.sampled.empty())
     std::printf(
         "\nsample (%zu tokens after the prompt, temperature %g, top-k %d, seed %llu):\n%s%s\n",
@@ -142,20 +149,10 @@ inline pp::SvgOptions measured_svg(const MeshShape& m, const pp::Timeline& timel
   return o;
 }
 
-// Rank 0's files: --trace, --svg, --json.
+// The run's --json report.
 template <class P, class Tr>
-void write_outputs(const Comm& world, const P& p, const Tr& t, const ProgramFlags& f,
-                   const TokenSource& data, const TrainHistory& h, const Outcome& x) {
-  const pp::Timeline timeline = gather_timeline(world, h.measured);  // collective: every rank
-  if (world.rank() != 0) return;
-  std::vector<std::string> names;
-  for (int r = 0; r < world.size(); ++r) names.push_back("rank " + std::to_string(r));
-  if (!f.trace.empty()) pp::write_chrome_trace(f.trace, timeline, names);
-  if (!f.svg.empty())
-    pp::write_timeline_svg(f.svg, timeline,
-                           std::string(P::kName) + ", last step, " + t.mesh().to_string(),
-                           program_detail::measured_svg(t.options().mesh, timeline));
-  if (f.run.json.empty()) return;
+nlohmann::json report_json(const P& p, const Tr& t, const ProgramFlags& f, const TokenSource& data,
+                           const TrainHistory& h, const Outcome& x) {
   nlohmann::json j = run_json(t.options(), f.run, data.name(), h.losses, h.first, x.tokens_per_s,
                               h.skipped, x.report);
   j["config"].update(p.config_json());
@@ -178,13 +175,36 @@ void write_outputs(const Comm& world, const P& p, const Tr& t, const ProgramFlag
     for (int halves : layer_split(t.model(), t.options())) layers.push_back(halves / 2.0);
     j["formulas"]["layers_per_virtual_stage"] = layers;
   }
+  j["waits"] = waits_json(h.waits);
   j["param_count"] = p.parameter_count();
   j["val_steps"] = h.val_steps;  // val_losses[k]: the held-out loss after val_steps[k] steps
   j["val_losses"] = h.val_losses;
   j["sample_tokens"] = x.sampled;
   j["sample"] = tokens_as_text(x.sampled, t.model().vocab());
+  j["step_seconds"] = h.seconds;  // every step's, the first (a warm-up) too
   p.extend_json(j);
-  write_json(f.run.json, j);
+  return j;
+}
+
+// Rank 0's files: --trace, --svg, --json, --html.
+template <class P, class Tr>
+void write_outputs(const Comm& world, const P& p, const Tr& t, const ProgramFlags& f,
+                   const TokenSource& data, const TrainHistory& h, const Outcome& x) {
+  const pp::Timeline timeline = gather_timeline(world, h.measured);  // collective: every rank
+  if (world.rank() != 0) return;
+  std::vector<std::string> names;
+  for (int r = 0; r < world.size(); ++r) names.push_back("rank " + std::to_string(r));
+  if (!f.trace.empty()) pp::write_chrome_trace(f.trace, timeline, names);
+  const std::string title = std::string(P::kName) + ", last step, " + t.mesh().to_string();
+  const pp::SvgOptions look = program_detail::measured_svg(t.options().mesh, timeline);
+  if (!f.svg.empty()) pp::write_timeline_svg(f.svg, timeline, title, look);
+  if (f.run.json.empty() && f.html.empty()) return;
+  const nlohmann::json j = report_json(p, t, f, data, h, x);
+  if (!f.run.json.empty()) write_json(f.run.json, j);
+  if (!f.html.empty())
+    io::write_text(f.html,
+                   io::training_report_html(j, std::string(P::kName) + ": " + t.mesh().to_string(),
+                                            pp::timeline_svg(timeline, title, look)));
 }
 
 }  // namespace program_detail

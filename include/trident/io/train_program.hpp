@@ -4,7 +4,8 @@
 // --init and --save (safetensors in the model's names); checkpoints (--checkpoint-dir,
 // --save-every, --keep), --resume on any other mesh and --stop-after; --eval-every (a held-out
 // tail) and --sample; --dump-grads; --trace and --svg (the last step's timeline); --json;
-// --metrics (a JSON line per step, io/metrics_log.hpp); MFU (train/mfu.hpp);
+// --metrics (a JSON line per step, io/metrics_log.hpp); MFU (train/mfu.hpp); --html (the report
+// as a web page, io/html_report.hpp);
 // --config and --write-config (a TOML file of the flags; --json embeds the effective one); and
 // the closing report (train/report.hpp).
 //
@@ -98,11 +99,15 @@ void run_steps(const Comm& world, Tr& t, const ProgramFlags& f, TokenSource& dat
   for (int s = h.first; s < h.last; ++s) {
     if (s == h.first + 1) h.window = ReportWindow(t);  // the first step warms up
     log.begin_step();
+    const double injected = fault::injected_seconds();
     StepResult r = (s == 0 && !f.dump_grads.empty())
                        ? dump_gradients_and_step(t, data, f.dump_grads)
                        : t.step();
-    log.step(world, s, r, tokens, s == h.first);
+    if (s > h.first)
+      h.waits.add(world, flight_recorder().step_log(), r, fault::injected_seconds() - injected);
+    log.step(world, s, r, tokens, s == h.first, s > h.first ? &h.waits : nullptr);
     h.losses.push_back(r.loss);
+    h.seconds.push_back(r.seconds);
     if (r.skipped) h.skipped.push_back(s);
     elapsed += r.seconds;
     if (s > h.first) h.measured.push_back(r);
@@ -141,6 +146,7 @@ int train(const Comm& world, const P& p, const ProgramFlags& f, TokenSource data
   x.flops_per_token = model_flops_per_token(t.model());
   log.set_mfu(x.flops_per_token, x.peak);
   TrainHistory h;
+  if (!f.no_waits) h.waits = WaitAttribution(world);
   h.first = t.steps_done();
   h.last = f.stop_after > 0 ? std::min(f.stop_after, f.run.steps) : f.run.steps;
   if (h.first >= h.last) {
@@ -184,6 +190,12 @@ inline void add_program_options(cli::App& app, ProgramFlags& f) {
   app.add_option("--dump-grads", f.dump_grads, "write the first step's gradients, loss and batch");
   app.add_option("--trace", f.trace, "write the last step's timeline as a Chrome trace (Perfetto)");
   app.add_option("--svg", f.svg, "write the last step's timeline as an SVG picture");
+  app.add_flag("--no-waits", f.no_waits,
+               "do not attribute each rank's waiting to the rank it waited for (the report's "
+               "'who made whom wait'; on by default)");
+  app.add_option("--html", f.html,
+                 "write the run report as one self-contained web page (curves, memory, traffic, "
+                 "the last step's pipeline, who made whom wait)");
   app.add_option("--metrics", f.metrics,
                  "write a JSON line per step as the run goes (loss, gradient norm, learning "
                  "rate, tokens/s, MFU, memory and traffic; held-out losses on their own lines)");
@@ -246,6 +258,7 @@ int train_program(int argc, char** argv, P p) {
     // opened now, so that an unwritable file fails at the start; a resumed run appends
     MetricsLog metrics =
         f.metrics.empty() ? MetricsLog() : MetricsLog(world, f.metrics, f.resuming);
+    if (!f.html.empty()) io::check_writable(world, f.html, "--html");
     if (p.before_data(world, o, f.run)) return 0;
     TokenSource data = load_data(world, f.run.data, p.model().vocab(), p.model().seq());
     // --eval-every: the tail of the data is held out, never trained on

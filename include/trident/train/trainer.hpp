@@ -25,9 +25,7 @@
 //  StepResult::skipped, the parameters and moments stay as they were.
 #pragma once
 
-#include <chrono>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <vector>
@@ -52,7 +50,9 @@ namespace trident {
 // (void) where a step is only run (a warm-up).
 struct [[nodiscard]] StepResult {
   double loss = 0, grad_norm = 0, lr = 0, seconds = 0;
-  bool skipped = false;  // a non-finite loss or gradient norm; no update (skip_nonfinite)
+  double origin = 0;             // the step's start (detail::now_seconds), intervals' zero
+  double optimizer_seconds = 0;  // the gradient norm and the update
+  bool skipped = false;          // a non-finite loss or gradient norm; no update (skip_nonfinite)
   std::vector<pp::Interval> intervals;  // this rank's pipeline timeline
 };
 
@@ -108,14 +108,7 @@ class Trainer : CheckedModel<M, T, S, B> {  // its static_asserts first (model/m
     Trainer& t;
     double loss = 0;
     void forward(int mb, int c, const T* in, T* out) {
-      if (fault::armed("kill-mid-step", t.mesh_.world().rank(), t.step_)) {
-        std::fprintf(
-            stderr,
-            "trident fault: rank %d kills itself with SIGKILL in step %d, at epoch %.3f s\n",
-            t.mesh_.world().rank(), t.step_, wall_clock_seconds());
-        std::fflush(stderr);
-        std::raise(SIGKILL);
-      }
+      fault::before_forward(t.mesh_.world().rank(), t.step_);
       loss += t.chunks_[c]->forward(mb, t.micro_[mb], in, out, t.scale());
     }
     void backward(int mb, int c, const T* dout, T* din, nn::BackwardPart part, bool last) {
@@ -123,10 +116,6 @@ class Trainer : CheckedModel<M, T, S, B> {  // its static_asserts first (model/m
     }
   };
 
-  static double wall_clock_seconds() {  // since the epoch, comparable across processes
-    using clock = std::chrono::system_clock;
-    return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
-  }
   T scale() const { return T(1) / (T(o_.batch) * T(model_.seq())); }  // 1 / global tokens
 
   StepResult step(bool apply);
@@ -273,6 +262,8 @@ StepResult Trainer<M, T, S, B>::step(bool apply) {
   flight_recorder().set_step(step_);
   mesh_.world().barrier();
   const double origin = detail::now_seconds();
+  flight_recorder().begin_step_log();  // the step's calls, for train/waits.hpp
+  r.origin = origin;
   Stage stage{*this};
   r.intervals = executor_->run(stage, origin);
   for (auto& c : chunks_) c->store().finish_gradient_reduction();
@@ -282,8 +273,11 @@ StepResult Trainer<M, T, S, B>::step(bool apply) {
   const bool counts = o_.holds_loss(mesh_.stage()) && mesh_.coord().tp == 0;
   const bool poison = fault::armed("nan-loss", mesh_.world().rank(), step_);
   r.loss = mesh_.world().all_reduce_value(poison ? std::nan("") : counts ? stage.loss : 0.0);
+  const double before_optimizer = detail::now_seconds();
   if (apply) optimizer(r);
   r.seconds = detail::now_seconds() - origin;
+  r.optimizer_seconds = r.origin + r.seconds - before_optimizer;
+  flight_recorder().end_step_log();
   return r;
 }
 
