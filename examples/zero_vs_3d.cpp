@@ -216,7 +216,7 @@ std::vector<std::string> write_charts(const std::vector<Result>& results, const 
 void write_page(const std::string& path, const std::vector<Result>& results,
                 const std::vector<std::string>& memory, const std::vector<AnswerScale>& scales) {
   io::BarChart time;
-  time.title = "Step time: measured (bars) and the cost model's prediction (markers)";
+  time.title = "Step time: measured, and the cost model's prediction";
   time.unit = "s", time.marker_name = "predicted (costmodel/predict.hpp)";
   time.series.push_back({"measured", io::kind_colour(0), {}});
   nlohmann::json data;

@@ -29,6 +29,7 @@
 #include <trident/costmodel/inter_node.hpp>
 #include <trident/costmodel/measured.hpp>
 #include <trident/io/cli.hpp>
+#include <trident/io/html_report.hpp>
 #include <trident/mesh/topology.hpp>
 #include <trident/models/gpt2/cli.hpp>
 #include <trident/plan/cluster.hpp>
@@ -183,6 +184,7 @@ double load_average() {
 struct Flags {
   gpt2::Config model;
   int batch = kClusterBatch, steps = 3;
+  std::string html;  // --html: the comparison as a web page
 };
 
 // Sized so that the link orders the four, by its bytes per step (costmodel/inter_node.hpp; N
@@ -205,6 +207,7 @@ Flags parse_flags(const Comm& world, int argc, char** argv) {
              "--steps", f.steps,
              "measured steps per configuration, one per round (after one warm-up step each)")
           ->capture_default_str();
+  app.add_option("--html", f.html, "write the comparison as one self-contained web page");
   bool quick = false;
   app.add_flag("--quick", quick,
                "about a minute: 2 rounds (the fewest that can tell two runs apart) and a batch of "
@@ -300,6 +303,34 @@ void measure_rounds(const Comm& world, const std::vector<NamedRun>& runs, const 
     }
 }
 
+// --html: each configuration's step time measured next to the cost model's, and its bytes over
+// the link measured next to the formula's (io/html_report.hpp); the figures as the page's JSON.
+void write_page(const std::string& path, const std::vector<Row>& rows, int steps) {
+  io::BarChart time, wire;
+  time.title = "Step time: measured, mean of " + std::to_string(steps) + " rounds, and predicted";
+  time.unit = "s", time.marker_name = "predicted (costmodel/predict.hpp, the link as MPI gets it)";
+  time.series.push_back({"measured", io::kind_colour(0), {}});
+  wire.title = "Bytes over the link per step: measured, and the formula";
+  wire.unit = "MB", wire.marker_name = "formula (costmodel/inter_node.hpp)";
+  wire.series.push_back({"over the link", io::kind_colour(2), {}});
+  nlohmann::json data;
+  for (const Row& r : rows) {
+    time.labels.push_back(r.name), wire.labels.push_back(r.name);
+    time.series[0].values.push_back(r.measured_s), time.markers.push_back(r.predicted_s);
+    wire.series[0].values.push_back(r.wire / kMB), wire.markers.push_back(r.wire_formula / kMB);
+    data["runs"].push_back({{"name", r.name},
+                            {"measured_step_s", r.measured_s},
+                            {"predicted_step_s", r.predicted_s},
+                            {"wire_bytes", r.wire},
+                            {"wire_formula_bytes", r.wire_formula}});
+  }
+  io::write_text(path, io::html_page("zero_vs_3d_cluster",
+                                     "<h1>ZeRO-3 next to 3D parallelism, 2 nodes x 4 ranks</h1>" +
+                                         io::bar_chart_svg(time) + io::bar_chart_svg(wire),
+                                     data));
+  std::printf("wrote %s\n", path.c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -321,6 +352,7 @@ int main(int argc, char** argv) {
           f.batch, threads, cores_available(), link_bps, load_average());
     const std::vector<NamedRun> runs = cluster_runs(model, f.batch);
     for (const NamedRun& run : runs) validate(run.options, world.size());
+    if (!f.html.empty()) io::check_writable(world, f.html, "--html");
     // the link as MPI gets it here: below its rate when 8 ranks share 2 cores, since MPICH moves
     // bytes only while a rank is inside an MPI call
     const LinearFit link_fit = measure_link(world, nodes, link_bps / 8);
@@ -341,6 +373,7 @@ int main(int argc, char** argv) {
       print_table(rows, link_bps, f.steps);
       print_axis_seconds(rows);
       print_rankings(rows);
+      if (!f.html.empty()) write_page(f.html, rows, f.steps);
     }
     return 0;
   });

@@ -64,4 +64,13 @@ set_tests_properties(tour.zero_vs_3d_html PROPERTIES TIMEOUT 180 FIXTURES_REQUIR
 # same in both modes for ZeRO-3: its bytes are the parameters'), and the DGX A100 ratio
 tour_figures(zero_vs_3d_cluster_quick RANKS 8 TIMEOUT 400 CLUSTER DOC cluster.md
   COMMAND $<TARGET_FILE:zero_vs_3d_cluster> --quick
+          --html ${CMAKE_CURRENT_BINARY_DIR}/zero_vs_3d_cluster.html
   FIGURES "110.69" "= 7488 FLOP/byte")
+# its page, as zero_vs_3d's: step times next to their predictions, bytes over the link next to
+# the formula (skipped with the cluster)
+set_tests_properties(tour.zero_vs_3d_cluster_quick PROPERTIES FIXTURES_SETUP cluster_page)
+add_test(NAME tour.zero_vs_3d_cluster_html COMMAND ${CMAKE_COMMAND}
+         -DPAGE=${CMAKE_CURRENT_BINARY_DIR}/zero_vs_3d_cluster.html -DCHECK=$<TARGET_FILE:check_html>
+         -P ${PROJECT_SOURCE_DIR}/tests/cli/html_report.cmake)
+set_tests_properties(tour.zero_vs_3d_cluster_html PROPERTIES TIMEOUT 180
+                     FIXTURES_REQUIRED cluster_page SKIP_REGULAR_EXPRESSION "SKIPPED: ")

@@ -97,6 +97,7 @@ inline Layout layout(const BarChart& c) {
   l.bar_w = l.slot * 0.6, l.plot_w = l.slot * bars, l.width = l.left + l.plot_w + 24;
   for (const std::string& note : c.notes)  // wide enough for the notes (~6.6 px a character)
     l.width = std::max(l.width, l.left + 6.6 * note.size() + 24);
+  l.width = std::max(l.width, l.left + 9.2 * c.title.size() + 24);  // and the title (16 px, bold)
   l.base = l.top + l.plot_h, l.legend = l.base + (c.sublabels.empty() ? 40 : 56);
   for (const BarSeries& s : c.series) l.items.push_back(s.name);
   if (!c.markers.empty()) l.items.push_back(c.marker_name);
