@@ -34,7 +34,8 @@ struct LayoutSearch {
   int trials = 4;                // layouts run, the best predicted
   int trial_steps = 2;           // measured steps each, after one that warms up
   std::vector<int> zero_stages{0, 1, 2, 3};
-  std::string calibration_cache;  // measurements kept and reused (io/calibration_cache.hpp); "": none
+  std::string
+      calibration_cache;  // measurements kept and reused (io/calibration_cache.hpp); "": none
 };
 
 // Peaks are a rank's model states + peak activations + peak communication buffers (each kind's

@@ -23,8 +23,8 @@
 
 #include <algorithm>
 
-#include "../nn/linear.hpp"
 #include "../core/matrix.hpp"
+#include "../nn/linear.hpp"
 #include "../tensor/redistribute.hpp"
 #include "tensor_parallel.hpp"
 
