@@ -111,11 +111,11 @@ TEST_CASE(
   // other member's stamp is missing (all of it exposed)
   std::vector<CallStamp> stamps;
   const int tp = wait_group("tp"), pp = wait_group("pp");
-  stamps.push_back({0, tp, -1, false, 11, 0.00, 0.00, 0.11});  // waits 0.10 for rank 1
-  stamps.push_back({1, tp, -1, false, 11, 0.10, 0.10, 0.11});  // last: 0.01 exposed
-  stamps.push_back({1, pp, 0, true, 22, 0.20, 0.20, 0.20});    // an eager send: nothing blocked
-  stamps.push_back({0, pp, 1, false, 22, 0.00, 0.15, 0.21});   // posted early, waits from 0.15
-  stamps.push_back({1, wait_group("dp"), -1, false, 33, 0.30, 0.30, 0.32});
+  stamps.push_back({0, tp, -1, 11, 0.00, 0.00, 0.11});  // waits 0.10 for rank 1
+  stamps.push_back({1, tp, -1, 11, 0.10, 0.10, 0.11});  // last: 0.01 exposed
+  stamps.push_back({1, pp, 0, 22, 0.20, 0.20, 0.20});   // an eager send: nothing blocked
+  stamps.push_back({0, pp, 1, 22, 0.00, 0.15, 0.21});   // posted early, waits from 0.15
+  stamps.push_back({1, wait_group("dp"), -1, 33, 0.30, 0.30, 0.32});
   std::vector<RankWaits> w(2);
   for (RankWaits& r : w) r.waited_for.assign(kWaitGroups * 2, 0.0);
   attribute_waits(stamps, w);

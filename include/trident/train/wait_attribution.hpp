@@ -54,7 +54,7 @@ class WaitAttribution {
   double seconds() const { return seconds_; }  // this rank's time in add(), after the steps
 
  private:
-  static constexpr std::size_t kHeader = 4, kPerCall = 6;  // (count, step, compute, injected)
+  static constexpr std::size_t kHeader = 4, kPerCall = 5;  // (count, step, compute, injected)
 
   std::vector<RankWaits> empty() const {
     std::vector<RankWaits> w(static_cast<std::size_t>(ranks_));
@@ -78,7 +78,7 @@ class WaitAttribution {
     return compute;
   }
 
-  // Each complete call as (group, peer, send, posted, blocked_from, end) on rank 0's clock, and
+  // Each complete call as (group, peer, posted, blocked_from, end) on rank 0's clock, and
   // its match: a collective's group and sequence number; a message's group, ends, tag and count.
   void pack(const std::vector<CallRecord>& log, std::vector<double>& out,
             std::vector<std::uint64_t>& matches) const {
@@ -98,9 +98,8 @@ class WaitAttribution {
       std::uint64_t h = 1469598103934665603ull;  // FNV-1a
       for (std::uint64_t k : key) h = (h ^ k) * 1099511628211ull;
       matches.push_back(h);
-      out.insert(out.end(),
-                 {double(wait_group(c.group->name)), double(peer), c.op == CommOp::send ? 1.0 : 0.0,
-                  c.start - offset_, c.blocked_from - offset_, c.end - offset_});
+      out.insert(out.end(), {double(wait_group(c.group->name)), double(peer), c.start - offset_,
+                             c.blocked_from - offset_, c.end - offset_});
     }
   }
 
@@ -115,8 +114,8 @@ class WaitAttribution {
       w.step = h[1], w.compute = h[2], w.injected = h[3];
       for (std::size_t k = 0; k < std::size_t(h[0]); ++k) {
         const double* c = h + kHeader + kPerCall * k;
-        stamps.push_back({r, int(c[0]), int(c[1]), c[2] != 0, matches[most * std::size_t(r) + k],
-                          c[3], c[4], c[5]});
+        stamps.push_back(
+            {r, int(c[0]), int(c[1]), matches[most * std::size_t(r) + k], c[2], c[3], c[4]});
       }
     }
     attribute_waits(stamps, last_);

@@ -44,7 +44,6 @@ inline int wait_group(const std::string& name) {
 struct CallStamp {
   int rank = 0, group = 0;  // world rank; wait_group()
   int peer = -1;            // a message's other end, world rank; -1 for a collective
-  bool send = false;
   std::uint64_t match = 0;  // equal on every rank's stamp of the same call
   double posted = 0, blocked_from = 0, end = 0;
 };
