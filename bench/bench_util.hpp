@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include <trident/core/median.hpp>
 #include <trident/models/gpt2/gpt2.hpp>
 #include <trident/plan/compute.hpp>
 #include "plain_gemms.hpp"
@@ -67,11 +68,7 @@ struct LinearData {
         db(b.size()) {}
 };
 
-inline double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.empty() ? 0 : v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
-}
+using trident::median;  // core/median.hpp
 
 // A variant measures itself once and returns its seconds (so that an MPI variant can take the
 // slowest rank's time, or a trainer its step time).

@@ -149,7 +149,10 @@ void check_result(const std::string& op, Impl impl, Buffers& b, const Comm& worl
 std::string human_bytes(std::size_t bytes) {
   const char* units[] = {"B", "K", "M", "G"};
   int u = 0;
-  while (u < 3 && bytes >= 1024 && bytes % 1024 == 0) bytes /= 1024, ++u;
+  while (u < 3 && bytes >= 1024 && bytes % 1024 == 0) {
+    bytes /= 1024;
+    ++u;
+  }
   return std::to_string(bytes) + units[u];
 }
 

@@ -55,8 +55,10 @@ void balance_row(const Comm& world, const char* name, BenchTrainer& t, int steps
   for (int r = 0; r < world.size(); ++r) {
     const double* x = &all[3 * std::size_t(r)];
     std::printf(" %7.1f %7.1f %7.1f", 1e3 * x[0], 1e3 * x[1], 1e3 * x[2]);
-    for (int k = 0; k < 2; ++k)
-      hi[k] = std::max(hi[k], x[k + 1]), lo[k] = std::min(lo[k], x[k + 1]);
+    for (int k = 0; k < 2; ++k) {
+      hi[k] = std::max(hi[k], x[k + 1]);
+      lo[k] = std::min(lo[k], x[k + 1]);
+    }
   }
   std::printf(" %10.2f %10.2f\n", hi[0] / lo[0], hi[1] / lo[1]);
   std::fflush(stdout);

@@ -64,7 +64,8 @@ void print_sweep(const LayoutChoice& c, const std::vector<int>& sweep, int trial
   int pick = sweep.front(), best = sweep.front();
   for (int k : sweep) {
     const LayoutCandidate& x = c.fitting[std::size_t(k)];
-    predicted.push_back(x.predicted_s), measured.push_back(x.measured_s);
+    predicted.push_back(x.predicted_s);
+    measured.push_back(x.measured_s);
     if (k < trials && x.measured_s < c.fitting[std::size_t(pick)].measured_s) pick = k;
     if (x.measured_s < c.fitting[std::size_t(best)].measured_s) best = k;
     std::printf("%9d %-44s %11.4f %10.4f %6.2f\n", k + 1, layout_name(x.options).c_str(),

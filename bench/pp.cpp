@@ -77,7 +77,7 @@ void bubble_table(const Comm& world, const std::string& schedule, int steps, int
                 "work", "(formula)", "spans", "-formula", "check");
   }
   for (int m : steps > 0 ? std::vector<int>{1, 2, 4, 8, 16} : std::vector<int>{}) {
-    const double formula = plan::bubble_share(p, m);
+    const double formula = pp::bubble_share(p, m);
     const double work_formula = 1 - std::min(1.0, double(p) * m / (c * (m + p - 1.0)));
     Bubble b[2];
     for (int k = 0; k < 2; ++k) {
@@ -124,7 +124,8 @@ void training_rows(const Comm& world, const std::string& schedule, double train_
   balanced.schedule = pp::ScheduleKind::one_f_one_b;
   gpt2::Options zb = balanced, zbv = balanced;
   zb.schedule = pp::ScheduleKind::zb_h1;
-  zbv.schedule = pp::ScheduleKind::zbv, zbv.virtual_stages = 2;  // auto: 1.5,1,1.5,0
+  zbv.schedule = pp::ScheduleKind::zbv;
+  zbv.virtual_stages = 2;         // auto: 1.5,1,1.5,0
   gpt2::Options zbv_whole = zbv;  // the best split with whole layers (pp/balance.hpp)
   zbv_whole.pp_layers = {1, 1, 2, 0};
   BenchTrainer t_balanced(world, balanced, TokenSource::synthetic(even.model.vocab));

@@ -38,23 +38,29 @@ inline void replay(const std::vector<double>& times, int p, int m, bool equal, d
   if (equal)
     for (pp::Costs* c : {&one, &zb}) {
       pp::PassTimes mean{};
-      for (const pp::PassTimes& t : c->stage)
-        mean.forward += t.forward / p, mean.backward += t.backward / p,
-            mean.backward_input += t.backward_input / p, mean.weight += t.weight / p;
+      for (const pp::PassTimes& t : c->stage) {
+        mean.forward += t.forward / p;
+        mean.backward += t.backward / p;
+        mean.backward_input += t.backward_input / p;
+        mean.weight += t.weight / p;
+      }
       c->stage.assign(p, mean);
     }
-  out[0] =
-      pp::simulate(pp::make_schedule({pp::ScheduleKind::one_f_one_b, p, m}), one).bubble_fraction;
-  out[1] = pp::simulate(pp::make_schedule({pp::ScheduleKind::zb_h1, p, m}), zb).bubble_fraction;
+  out[0] = pp::simulate(pp::make_schedule({pp::ScheduleKind::one_f_one_b, p, m}), one).bubble_share;
+  out[1] = pp::simulate(pp::make_schedule({pp::ScheduleKind::zb_h1, p, m}), zb).bubble_share;
 }
 
-// Qi et al. 2023 §3.1 with the ranks' mean per-pass times (plan::zb_h1_bubble_share), over
+// Qi et al. 2023 §3.1 with the ranks' mean per-pass times (pp::zb_h1_bubble_share), over
 // 1F1B's (p-1)/(m + p-1): ZB-H1's spans bubble over 1F1B's on equal stages.
 inline double qi_ratio(const std::vector<double>& times, int p, int m) {
   double F = 0, B = 0, W = 0;
-  for (int r = 0; r < p; ++r)  // sums over the ranks: the ratio is the means'
-    F += times[15 * r + 5], B += times[15 * r + 6], W += times[15 * r + 7];
-  return plan::zb_h1_bubble_share(p, m, F, B, W) / plan::bubble_share(p, m);
+  for (int r = 0; r < p; ++r) {
+    // sums over the ranks: the ratio is the means'
+    F += times[15 * r + 5];
+    B += times[15 * r + 6];
+    W += times[15 * r + 7];
+  }
+  return pp::zb_h1_bubble_share(p, m, F, B, W) / pp::bubble_share(p, m);
 }
 
 }  // namespace bench

@@ -12,7 +12,7 @@
 // busiest rank's compute time - the rank's, over p x makespan), and each stage's peak of
 // activation memory (MemoryKind:: activations, the most held at once during the measured steps).
 // The formula columns: 1F1B's (p-1)/(m+p-1), ZB-H1's (p-1)/(3m+p-1) and ZB-V's simulated
-// idle/(3m+idle), idle = max((p-1)/2, 2p-1-m) (plan::zbv_bubble_share), all for equal stages
+// idle/(3m+idle), idle = max((p-1)/2, 2p-1-m) (pp::zbv_bubble_share), all for equal stages
 // (and, zero-bubble, F = B = W). ZB-V's activation peak is to stay within 1F1B's stage 0's. ZB-H1's
 // activation bound per stage s ("bound"): 1F1B's measured peak, plus the s microbatches whose W is
 // still deferred (Qi et al. 2023 §3.1: stage s runs W of microbatch k after B of k + s), each
@@ -83,7 +83,10 @@ inline Bubble step_bubble(const Comm& world, BenchTrainer& t, StageTimes* times 
   std::vector<double> all(2 * p);  // every rank's first forward and busy time
   world.all_gather(Span<const double>(mine, 2), Span<double>(all));
   double compute = 0, most = 0;  // the ranks' busy times: summed, the largest
-  for (int s = 0; s < p; ++s) compute += all[2 * s + 1], most = std::max(most, all[2 * s + 1]);
+  for (int s = 0; s < p; ++s) {
+    compute += all[2 * s + 1];
+    most = std::max(most, all[2 * s + 1]);
+  }
   return {1 - compute / (p * makespan), (p * most - compute) / (p * makespan),
           1 - compute / (p * least_makespan(all))};
 }
@@ -151,14 +154,16 @@ inline ZeroBubbleRun run_zero_bubble(const Comm& world, int vocab, int m, int st
       memory_stats().reset_peaks();
       StageTimes st;
       const Bubble b = step_bubble(world, *t[which], &st);
-      bubble[which].push_back(b.spans), imbalance[which].push_back(b.work);
+      bubble[which].push_back(b.spans);
+      imbalance[which].push_back(b.work);
       least[which].push_back(b.least);
       times[which].push_back(st);
       run.peak[which] =
           std::max(run.peak[which], double(memory_stats().peak(MemoryKind::activations)));
     }
   for (int k = 0; k < 3; ++k) {
-    run.bubble[k] = median(bubble[k]), run.imbalance[k] = median(imbalance[k]);
+    run.bubble[k] = median(bubble[k]);
+    run.imbalance[k] = median(imbalance[k]);
     run.least[k] = median(least[k]);
     auto med = [&](double StageTimes::*x) {
       std::vector<double> v;
@@ -166,8 +171,11 @@ inline ZeroBubbleRun run_zero_bubble(const Comm& world, int vocab, int m, int st
       return median(v);
     };
     StageTimes& rt = run.times[k];
-    rt.f = med(&StageTimes::f), rt.b = med(&StageTimes::b), rt.w = med(&StageTimes::w);
-    rt.recv = med(&StageTimes::recv), rt.other = med(&StageTimes::other);
+    rt.f = med(&StageTimes::f);
+    rt.b = med(&StageTimes::b);
+    rt.w = med(&StageTimes::w);
+    rt.recv = med(&StageTimes::recv);
+    rt.other = med(&StageTimes::other);
   }
   return run;
 }
@@ -183,7 +191,8 @@ inline ZeroBubbleRun zero_bubble_row(const Comm& world, int vocab, int m, int st
   world.all_gather(Span<const double>(run.peak, 3), Span<double>(peaks));
   world.all_gather(Span<const double>(&run.times[0].f, 15), Span<double>(times));
   if (world.rank() != 0) return run;
-  replay(times, p, m, false, run.replay), replay(times, p, m, true, run.equal);
+  replay(times, p, m, false, run.replay);
+  replay(times, p, m, true, run.equal);
   run.qi_ratio = qi_ratio(times, p, m);
   const char* names[3] = {"1f1b", "zb-h1", "zbv"};
   for (int k = 0; k < 3; ++k)
@@ -200,13 +209,14 @@ inline ZeroBubbleRun zero_bubble_row(const Comm& world, int vocab, int m, int st
   o.batch = 16;
   o.model.vocab = vocab;
   gpt2::Options v = o;
-  v.schedule = pp::ScheduleKind::zbv, v.virtual_stages = 2;
+  v.schedule = pp::ScheduleKind::zbv;
+  v.virtual_stages = 2;
   // the split, and ZB-V's per virtual stage
   const std::vector<int> split = layer_split(o);
   const std::string layers =
       pp::half_split_text(split) + " " + pp::half_split_text(layer_split(v), ",");
-  const double formula[3] = {plan::bubble_share(p, m), plan::zb_h1_bubble_share(p, m),
-                             plan::zbv_bubble_share(p, m)};
+  const double formula[3] = {pp::bubble_share(p, m), pp::zb_h1_bubble_share(p, m),
+                             pp::zbv_bubble_share(p, m)};
   std::printf("%5d %4d %19s |", vocab, m, layers.c_str());
   for (int k = 0; k < 3; ++k)
     std::printf(" %9.3f %6.3f %7.3f |", run.bubble[k], run.imbalance[k], formula[k]);

@@ -32,7 +32,8 @@ void row(const Comm& world, const std::string& name, const gpt2::Options& o, dou
       calls = flight_recorder().step_log().size();
       const double t0 = detail::now_seconds();
       waits.add(world, flight_recorder().step_log(), r, 0);
-      attribution += slowest(world, detail::now_seconds() - t0), ++attributed;
+      attribution += slowest(world, detail::now_seconds() - t0);
+      ++attributed;
     }
     return slowest(world, r.seconds);
   };

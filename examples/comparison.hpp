@@ -47,7 +47,8 @@ print_wrapped(const char* format, ...) {
     }
     out += line;
     if (end == text.size()) break;
-    out += '\n', start = end + 1;
+    out += '\n';
+    start = end + 1;
   }
   std::fputs(out.c_str(), stdout);
 }
@@ -101,7 +102,10 @@ inline std::vector<NamedRun> comparison_runs(const gpt2::Config& model, int batc
 // sizes are explained there): a byte vocabulary, L=2, C=384, T=64; 24 sequences.
 inline gpt2::Config cluster_model() {
   gpt2::Config c = comparison_model();
-  c.vocab = 256, c.seq = 64, c.layers = 2, c.hidden = 384;
+  c.vocab = 256;
+  c.seq = 64;
+  c.layers = 2;
+  c.hidden = 384;
   return c;
 }
 inline constexpr int kClusterBatch = 24;

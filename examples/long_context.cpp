@@ -51,13 +51,17 @@ std::vector<NamedRun> long_context_runs(const Flags& f, int world) {
   const std::string tp = "TP" + std::to_string(t), others = std::to_string(rest);
   auto run = [&](std::string name, MeshShape mesh) {
     gpt2::Options o;
-    o.model = f.model, o.mesh = mesh, o.batch = f.batch * mesh.dp, o.microbatches = 1;
+    o.model = f.model;
+    o.mesh = mesh;
+    o.batch = f.batch * mesh.dp;
+    o.microbatches = 1;
     o.zero.stage = 1;
     return NamedRun{std::move(name), o};
   };
   std::vector<NamedRun> runs{run(rest > 1 ? tp + "-DP" + others : tp, {t, 1, rest})};
   runs.push_back(run(runs[0].name + " SP recompute", {t, 1, rest}));
-  runs[1].options.sequence_parallel = t > 1, runs[1].options.recompute = Recompute::full;
+  runs[1].options.sequence_parallel = t > 1;
+  runs[1].options.recompute = Recompute::full;
   const MeshShape cp = rest > 1 ? MeshShape{t, 1, 1, rest} : MeshShape{1, 1, 1, world};
   const std::string name = rest > 1 ? tp + "-CP" + others : "CP" + std::to_string(world);
   if (cp.cp > 1) {
@@ -119,9 +123,10 @@ void print_speed(const std::vector<Result>& results, const Flags& f) {
     const MeasuredRun& m = r.measured;
     const RankFigures& k = m.report.ranks.front();
     double busy_max = 0, busy_min = 1e300;
-    for (const RankFigures& x : m.report.ranks)
-      busy_max = std::max(busy_max, x.compute - x.cp_wait),
+    for (const RankFigures& x : m.report.ranks) {
+      busy_max = std::max(busy_max, x.compute - x.cp_wait);
       busy_min = std::min(busy_min, x.compute - x.cp_wait);
+    }
     const double tokens = double(r.run.options.batch) * f.model.seq / m.step_s;
     std::printf(
         "%-28s %9.0f %6.2f %9.3f %9.3f %6.2f %8.3f / %-8.3f %7.1f%% %6.2f\n", r.run.name.c_str(),
@@ -165,9 +170,14 @@ void draw_ring(const Comm& world, const NamedRun& run, const TokenSource& data,
     }
   }
   const double t0 = line.start();  // milliseconds from the step's first block
-  for (pp::Interval& i : line.intervals) i.begin = 1e3 * (i.begin - t0), i.end = 1e3 * (i.end - t0);
+  for (pp::Interval& i : line.intervals) {
+    i.begin = 1e3 * (i.begin - t0);
+    i.end = 1e3 * (i.end - t0);
+  }
   pp::SvgOptions svg;
-  svg.row_label = "CP rank", svg.numbered = "K,V block of rank", svg.time_unit = "ms";
+  svg.row_label = "CP rank";
+  svg.numbered = "K,V block of rank";
+  svg.time_unit = "ms";
   svg.caption =
       "measured: each block's computation (F forward, B backward) and the next block "
       "in transit";
@@ -215,7 +225,10 @@ int main(int argc, char** argv) {
                                        plan_config(run.options), plan::Precision::fp32());
       results.push_back(std::move(r));
     }
-    if (world.rank() == 0) print_memory(results, f), print_speed(results, f);
+    if (world.rank() == 0) {
+      print_memory(results, f);
+      print_speed(results, f);
+    }
     if (!f.svg.empty() && runs.size() > 2) draw_ring(world, runs[2], data, f.svg);
     return 0;
   });

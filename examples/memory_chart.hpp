@@ -50,7 +50,10 @@ inline std::vector<std::string> memory_notes(const io::BarChart& c) {
     return sum;
   };
   for (std::size_t b = 0; b < c.labels.size(); ++b)
-    if (stack(b) > top) top = stack(b), tallest = b;
+    if (stack(b) > top) {
+      top = stack(b);
+      tallest = b;
+    }
   struct Part {
     const char* name;
     double value;

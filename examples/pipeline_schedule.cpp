@@ -77,7 +77,7 @@ void print_actions(const Flags& f, const std::vector<std::vector<pp::Action>>& s
       "backward %g, p2p %g",
       pp::to_string(spec.kind), spec.stages, spec.microbatches, spec.chunks, costs.forward,
       costs.backward, costs.p2p);
-  if (pp::splits_backward(spec.kind))
+  if (pp::traits(spec.kind).splits_backward)
     std::printf(" (B %g + W %g)", costs.backward * (1 - costs.weight_fraction),
                 costs.backward * costs.weight_fraction);
   std::printf("\n");
@@ -101,10 +101,10 @@ void print_zbv_bubble(const Flags& f, const pp::Simulation& sim) {
       "go down p-1 half-stage chunks); Qi et al. 2024: 0 for equal F, B, W; ZB-H1: (p-1)(F + B "
       "- W) = %g; 1F1B: (p-1)(F + B + W) = %g\n",
       idle, (p - 1) * c.forward / 2, (p - 1) * (c.forward + B - W), (p - 1) * (c.forward + B + W));
-  std::printf("bubble fraction, idle / (p * makespan): simulated %.4f", sim.bubble_fraction);
+  std::printf("bubble fraction, idle / (p * makespan): simulated %.4f", sim.bubble_share);
   if (c.forward == B && B == W && c.p2p == 0)
     std::printf(", idle/(3m+idle) with idle = max((p-1)/2, 2p-1-m) F = %.4f",
-                plan::zbv_bubble_share(p, m));
+                pp::zbv_bubble_share(p, m));
   std::printf("\n");
 }
 
@@ -121,16 +121,16 @@ void print_bubble(const Flags& f, const pp::Simulation& sim) {
         "bubble time: simulated %g, (p-1)(F + B - W) = %g (Qi et al. 2023 §3.1; 1F1B: "
         "(p-1)(F + B + W) = %g)\n",
         sim.makespan - ideal, (p - 1) * (costs.forward + B - W), (p - 1) * (costs.forward + B + W));
-    std::printf("bubble fraction, idle / (p * makespan): simulated %.4f\n", sim.bubble_fraction);
+    std::printf("bubble fraction, idle / (p * makespan): simulated %.4f\n", sim.bubble_share);
   } else if (f.spec.kind == pp::ScheduleKind::zbv) {
     print_zbv_bubble(f, sim);
   } else {
     std::printf(
         "bubble fraction, idle / (p * makespan): simulated %.4f, (p-1)/(v m + p-1) = "
         "%.4f\n",
-        sim.bubble_fraction, plan::bubble_share(p, m, v));
+        sim.bubble_share, pp::bubble_share(p, m, v));
     std::printf("bubble time / ideal time:              simulated %.4f, (p-1)/(v m) = %.4f%s\n",
-                (sim.makespan - ideal) / ideal, plan::bubble_fraction(p, m, v),
+                (sim.makespan - ideal) / ideal, pp::bubble_over_ideal(p, m, v),
                 costs.p2p > 0 ? "  (the formulas assume p2p = 0)" : "");
   }
 }
@@ -139,7 +139,7 @@ void print_bubble(const Flags& f, const pp::Simulation& sim) {
 void print_peaks(const Flags& f, const pp::Simulation& sim) {
   std::printf("peak in-flight microbatch-chunks (activations held) per stage:");
   for (int n : sim.peak_in_flight) std::printf(" %d", n);
-  if (pp::splits_backward(f.spec.kind)) {
+  if (pp::traits(f.spec.kind).splits_backward) {
     std::printf("\n  of which until B:");
     for (int n : sim.peak_before_input_gradient) std::printf(" %d", n);
     std::printf("; after B only what W reads is held");
@@ -181,14 +181,14 @@ void print_unequal(const Flags& f, const pp::Costs& costs, const pp::Simulation&
                    const pp::Simulation& equal) {
   const int p = f.spec.stages, m = f.spec.microbatches;
   const auto one_f_one_b = pp::make_schedule({pp::ScheduleKind::one_f_one_b, p, m, 1});
-  const double one = pp::simulate(one_f_one_b, costs).bubble_fraction;
-  const double one_equal = pp::simulate(one_f_one_b, f.costs).bubble_fraction;
+  const double one = pp::simulate(one_f_one_b, costs).bubble_share;
+  const double one_equal = pp::simulate(one_f_one_b, f.costs).bubble_share;
   std::printf("with --stage-scale (stages unequal), bubble fraction: simulated %.4f (equal: %.4f)",
-              sim.bubble_fraction, equal.bubble_fraction);
+              sim.bubble_share, equal.bubble_share);
   if (f.spec.kind != pp::ScheduleKind::one_f_one_b)
     std::printf("; 1F1B on the same stages %.4f (equal: %.4f); %s / 1F1B %.3f (equal: %.3f)", one,
-                one_equal, pp::to_string(f.spec.kind), sim.bubble_fraction / one,
-                equal.bubble_fraction / one_equal);
+                one_equal, pp::to_string(f.spec.kind), sim.bubble_share / one,
+                equal.bubble_share / one_equal);
   std::printf("\n");
 }
 
@@ -209,7 +209,7 @@ void write_files(const Comm& world, const Flags& f, const pp::Simulation& sim) {
       svg.caption = "simulated (pp/simulate.hpp): every pass takes exactly its cost";
       svg.in_flight = true;  // GPipe holds m microbatches, 1F1B at most p - s: the memory side
       if (!f.svg.empty()) pp::write_timeline_svg(f.svg, sim.timeline, title, svg);
-      if (!f.trace.empty()) pp::write_chrome_trace(f.trace, sim.timeline);
+      if (!f.trace.empty()) io::write_chrome_trace(f.trace, sim.timeline);
     } catch (const Error& e) {
       error = e.what();
     }
@@ -230,11 +230,9 @@ int main(int argc, char** argv) {
     parse_command_line(app, argc, argv, world);
 
     f.spec.kind = pp::parse_schedule(f.schedule);
-    const bool two =
-        f.spec.kind == pp::ScheduleKind::interleaved || f.spec.kind == pp::ScheduleKind::zbv;
-    if (two && f.chunks->count() == 0) f.spec.chunks = 2;
+    if (f.chunks->count() == 0) f.spec.chunks = pp::traits(f.spec.kind).min_chunks;
     const auto schedule = pp::make_schedule(f.spec);
-    const pp::Placement placement = pp::chunk_map(f.spec).placement;
+    const pp::ChunkPlacement placement = pp::chunk_map(f.spec).placement;
     const pp::Simulation equal = pp::simulate(schedule, f.costs, placement);
     require(!equal.deadlock, equal.deadlock_reason);
     pp::Costs costs = f.costs;  // what the timeline shows: the stages as given

@@ -66,7 +66,7 @@ void print_row(const std::string& label, const Candidate& x) {
       c.virtual_stages, c.sequence_parallel ? "y" : "n", to_string(c.recompute), gb(mem.params),
       gb(mem.grads), gb(mem.optimizer), gb(mem.zero3_buffers), gb(mem.activations), gb(mem.total()),
       gb(e.comm_bytes.tp), gb(e.comm_bytes.cp), gb(e.comm_bytes.pp), gb(e.comm_bytes.dp),
-      100 * e.bubble, e.compute_s + e.bubble_s, e.comm_s(), e.step_s);
+      100 * e.bubble_share, e.compute_s + e.bubble_s, e.comm_s(), e.step_s);
 }
 
 // The `top` best, leaving out a configuration with the mesh, microbatch size and predicted time
@@ -127,10 +127,11 @@ void explain(const ModelSpec& m, const Candidate& best, const ClusterSpec& cl) {
   if (c.pp > 1)
     std::printf(
         "- PP=%d runs %s, but sends only one activation (b*s*h/t) per microbatch per "
-        "boundary each way: %.2f GB per GPU per step, %.2f s. Its price is the bubble, "
-        "(p-1)/(v*m) = %d/(%d*%d) = %.1f%% of compute.\n",
-        c.pp, where(e.crosses_nodes.pp), gb(e.comm_bytes.pp), e.pp_s, c.pp - 1, c.virtual_stages,
-        c.microbatches, 100 * e.bubble);
+        "boundary each way: %.2f GB per GPU per step, %.2f s. Its price is the bubble of %s, "
+        "%s with p=%d, m=%d, v=%d (%s) = %.1f%% of the step, %.2f s.\n",
+        c.pp, where(e.crosses_nodes.pp), gb(e.comm_bytes.pp), e.pp_s, pp::to_string(c.schedule),
+        pp::traits(c.schedule).bubble_form, c.pp, c.microbatches, c.virtual_stages,
+        pp::traits(c.schedule).bubble_source, 100 * e.bubble_share, e.bubble_s);
   if (c.dp * c.cp > 1)
     std::printf(
         "- DP=%d%s with ZeRO-%d runs %s over a shard of %.3g parameters (1/(TP*PP) of the "
@@ -264,7 +265,10 @@ ModelSpec chosen_model(const Flags& f) {
                                             {&m.vocab, o.vocab},
                                             {&m.seq, o.seq}};
   for (const auto& [field, value] : overrides)
-    if (value != 0) *field = value, m.name = f.preset + " (modified)";
+    if (value != 0) {
+      *field = value;
+      m.name = f.preset + " (modified)";
+    }
   if (o.layers && o.hidden && o.heads && o.vocab && o.seq) m.name = "custom";
   return m;
 }

@@ -51,8 +51,11 @@ struct AnswerScale {
 inline AnswerScale answer_scale(std::string name, std::string label, std::string how, double unit,
                                 const char* unit_name, int batch) {
   AnswerScale a;
-  a.name = std::move(name), a.label = std::move(label), a.how = std::move(how);
-  a.unit = unit, a.unit_name = unit_name;
+  a.name = std::move(name);
+  a.label = std::move(label);
+  a.how = std::move(how);
+  a.unit = unit;
+  a.unit_name = unit_name;
   a.batch = batch;
   return a;
 }
@@ -105,8 +108,10 @@ inline AnswerScale cluster_scale(const Comm& world, const Precision& precision) 
     a.node_flop_per_byte = nodes.ranks_per_node * cal.gemm_flops / link;
     if (run.options.zero.stage == 3)
       a.zero3 = r;
-    else if (a.best.run.empty() || r.step_s < a.best.step_s)
-      a.best = r, a.model_parallel = run.options.mesh.tp * run.options.mesh.pp;
+    else if (a.best.run.empty() || r.step_s < a.best.step_s) {
+      a.best = r;
+      a.model_parallel = run.options.mesh.tp * run.options.mesh.pp;
+    }
   }
   return a;
 }
@@ -125,7 +130,9 @@ inline AnswerScale gpt3_scale() {
         std::tuple{"TP8-PP16-DP8 ZeRO-1", MeshShape{8, 16, 8}, 1}}) {
     gpt2::Options o;
     o.model = {m.vocab, m.seq, m.layers, m.hidden, m.heads};
-    o.mesh = mesh, o.zero.stage = zero, o.batch = a.batch;
+    o.mesh = mesh;
+    o.zero.stage = zero;
+    o.batch = a.batch;
     o.microbatches = a.batch / mesh.dp;  // b = 1
     o.recompute = Recompute::full;
     const AnswerRow r =

@@ -63,7 +63,8 @@ struct GptProgram : ProgramHooks {
     if (layout.layout != "auto") return;
     gpt2::Options g = options(o);
     costmodel::apply_layout_auto(world, app, g, run, layout, data);
-    o = g, config = g.model;
+    o = g;
+    config = g.model;
   }
   void extend_json(nlohmann::json& j) const {
     if (layout.choice) j["layout"] = layout_json(*layout.choice);

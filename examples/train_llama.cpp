@@ -30,7 +30,12 @@ struct LlamaProgram : ProgramHooks {
       "tensor, pipeline and data parallelism plus ZeRO.";
   llama::Config config = [] {
     llama::Config c;
-    c.vocab = 256, c.seq = 64, c.layers = 4, c.hidden = 128, c.heads = 4, c.kv_heads = 2;
+    c.vocab = 256;
+    c.seq = 64;
+    c.layers = 4;
+    c.hidden = 128;
+    c.heads = 4;
+    c.kv_heads = 2;
     c.seed = 1337;
     return c;
   }();

@@ -150,12 +150,15 @@ AnswerScale toy_scale(const std::vector<Result>& results, int batch) {
     for (const StagePrediction& s : r.predicted.stages) row.flops = std::max(row.flops, s.flops);
     wire_by_axis(row, r.run.options, r.measured.report.ranks, r.measured.report.precision,
                  InterNode{8});
-    row.across = -1, row.step_s = r.measured.step_s;
+    row.across = -1;
+    row.step_s = r.measured.step_s;
     const MeshShape& m = r.run.options.mesh;
     if (r.run.options.zero.stage == 3)
       a.zero3 = row;
-    else if (a.best.run.empty() || row.step_s < a.best.step_s)
-      a.best = row, a.model_parallel = m.tp * m.pp;
+    else if (a.best.run.empty() || row.step_s < a.best.step_s) {
+      a.best = row;
+      a.model_parallel = m.tp * m.pp;
+    }
   }
   return a;
 }
@@ -181,7 +184,10 @@ std::vector<std::string> write_charts(const std::vector<Result>& results, const 
       auto total = [](const RankFigures& x) {
         return x.parameters + x.gradients + x.optimizer + x.activations + x.buffers;
       };
-      if (!top || total(f) > total(*top)) top = &f, top_rank = k;
+      if (!top || total(f) > total(*top)) {
+        top = &f;
+        top_rank = k;
+      }
     }
     std::string slug;
     for (char ch : r.run.name)
@@ -217,7 +223,8 @@ void write_page(const std::string& path, const std::vector<Result>& results,
                 const std::vector<std::string>& memory, const std::vector<AnswerScale>& scales) {
   io::BarChart time;
   time.title = "Step time: measured, and the cost model's prediction";
-  time.unit = "s", time.marker_name = "predicted (costmodel/predict.hpp)";
+  time.unit = "s";
+  time.marker_name = "predicted (costmodel/predict.hpp)";
   time.series.push_back({"measured", io::kind_colour(0), {}});
   nlohmann::json data;
   for (const Result& r : results) {

@@ -82,9 +82,10 @@ void print_table(const std::vector<Row>& rows, double link_bps, int steps) {
   const std::vector<int> measured = ranking(rows, &Row::measured_s),
                          predicted = ranking(rows, &Row::predicted_s);
   std::vector<int> measured_rank(rows.size()), predicted_rank(rows.size());
-  for (std::size_t k = 0; k < rows.size(); ++k)
-    measured_rank[std::size_t(measured[k])] = int(k) + 1,
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    measured_rank[std::size_t(measured[k])] = int(k) + 1;
     predicted_rank[std::size_t(predicted[k])] = int(k) + 1;
+  }
   std::printf("\n%-20s %-7s %8s %-13s %9s %6s %5s\n", "run", "crosses", "measured", "  (rounds)",
               "predicted", "ratio", "rank");
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -216,7 +217,8 @@ Flags parse_flags(const Comm& world, int argc, char** argv) {
   if (quick) {
     require(!steps->count() && !batch->count(),
             "--quick chooses the rounds and the batch itself: give it without --steps and --batch");
-    f.steps = 2, f.batch = 8;
+    f.steps = 2;
+    f.batch = 8;
   }
   return f;
 }
@@ -249,8 +251,10 @@ std::vector<Row> predicted_rows(const Comm& world, const std::vector<NamedRun>& 
     const AxisFigures x =
         inter_node_bytes(run.options, predicted_ranks(run.options, p), precision, nodes);
     Row r;
-    r.name = run.name, r.crosses = crossing_axes(x);
-    r.predicted_s = p.step_s, r.wire_formula = x.total();
+    r.name = run.name;
+    r.crosses = crossing_axes(x);
+    r.predicted_s = p.step_s;
+    r.wire_formula = x.total();
     r.nominal_s = predict(run.options, precision,
                           over_link(measured_machine(cal), run.options, nodes, link_bps / 8))
                       .step_s;
@@ -289,7 +293,9 @@ void measure_rounds(const Comm& world, const std::vector<NamedRun>& runs, const 
     for (std::size_t i = 0; i < runs.size(); ++i) {
       Row& r = rows[i];
       const MeasuredRun m = measure_steps(world, *trainers[i], 1);
-      r.measured_s += m.step_s / steps, r.wire += m.wire / steps, r.rounds = round + 1;
+      r.measured_s += m.step_s / steps;
+      r.wire += m.wire / steps;
+      r.rounds = round + 1;
       r.steps_min = round == 0 ? m.step_s : std::min(r.steps_min, m.step_s);
       r.steps_max = std::max(r.steps_max, m.step_s);
       double axis[3] = {};  // the slowest rank's
@@ -308,16 +314,21 @@ void measure_rounds(const Comm& world, const std::vector<NamedRun>& runs, const 
 void write_page(const std::string& path, const std::vector<Row>& rows, int steps) {
   io::BarChart time, wire;
   time.title = "Step time: measured, mean of " + std::to_string(steps) + " rounds, and predicted";
-  time.unit = "s", time.marker_name = "predicted (costmodel/predict.hpp, the link as MPI gets it)";
+  time.unit = "s";
+  time.marker_name = "predicted (costmodel/predict.hpp, the link as MPI gets it)";
   time.series.push_back({"measured", io::kind_colour(0), {}});
   wire.title = "Bytes over the link per step: measured, and the formula";
-  wire.unit = "MB", wire.marker_name = "formula (costmodel/inter_node.hpp)";
+  wire.unit = "MB";
+  wire.marker_name = "formula (costmodel/inter_node.hpp)";
   wire.series.push_back({"over the link", io::kind_colour(2), {}});
   nlohmann::json data;
   for (const Row& r : rows) {
-    time.labels.push_back(r.name), wire.labels.push_back(r.name);
-    time.series[0].values.push_back(r.measured_s), time.markers.push_back(r.predicted_s);
-    wire.series[0].values.push_back(r.wire / kMB), wire.markers.push_back(r.wire_formula / kMB);
+    time.labels.push_back(r.name);
+    wire.labels.push_back(r.name);
+    time.series[0].values.push_back(r.measured_s);
+    time.markers.push_back(r.predicted_s);
+    wire.series[0].values.push_back(r.wire / kMB);
+    wire.markers.push_back(r.wire_formula / kMB);
     data["runs"].push_back({{"name", r.name},
                             {"measured_step_s", r.measured_s},
                             {"predicted_step_s", r.predicted_s},

@@ -33,12 +33,10 @@ void check_against_single_process(Run& run, Ref& ref, int steps = 3, double tol 
     CHECK(std::abs(r.loss - want.loss) <= tol * std::abs(want.loss));
     CHECK(std::abs(r.grad_norm - want.grad_norm) <= 10 * tol * want.grad_norm);
   }
-  std::string where;
-  std::size_t compared = 0;
-  const double worst = testing::parameter_difference(run, whole_parameters(ref), where, compared);
-  INFO("largest relative parameter difference " << worst << " in " << where);
-  CHECK(compared > 0);
-  CHECK(worst <= tol);
+  const testing::ParameterDifference d = testing::compare_parameters(run, whole_parameters(ref));
+  INFO("largest relative parameter difference " << d.worst << " in " << d.where);
+  CHECK(d.compared > 0);
+  CHECK(d.worst <= tol);
 }
 
 // Runs `steps` steps of a and b (the same mesh, model, data and weights) and checks that every

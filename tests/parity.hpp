@@ -6,9 +6,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
 
 #include <trident/models/gpt2/gpt2.hpp>
 #include <trident/models/gpt2/reference.hpp>
+#include <trident/testing/parity.hpp>
 
 #include "mpi_test.hpp"
 #include "small_model.hpp"
@@ -24,12 +28,6 @@ inline gpt2::Options small_options(MeshShape mesh, int layers = 4) {
   o.optimizer = small_optimizer();
   return o;
 }
-
-// Largest |a - b| over the tensor, relative to the largest |b|.
-struct Diff {
-  double worst = 0;
-  std::string where;
-};
 
 // How close a run must be to the reference: relative differences of each step's loss and
 // gradient norm, and of the parameters after the steps — per tensor (largest |difference| over
@@ -61,45 +59,27 @@ void check_parity(const Comm& comm, const gpt2::Options& o, int steps, Tolerance
     CHECK(std::abs(r.loss - loss) <= tol.loss * std::abs(loss));
     CHECK(std::abs(r.grad_norm - norm) <= tol.norm * norm);
   }
-  // every parameter element this rank holds, against the reference's global tensor
-  Diff diff;
-  double diff2 = 0, norm2 = 0;  // this rank's share of the whole-model 2-norms
-  for (int c = 0; c < trainer.chunks(); ++c) {
-    UnitStore<T, S, B>& st = trainer.chunk(c).store();
-    for (int u = 0; u < st.size(); ++u) {
-      const std::vector<T> p = backend::host_copy<B>(st.gather_parameters(u), st.padded(u));
-      // each element once in the whole-model norms: one TP rank for replicated tensors, one
-      // DP replica, the first stage's copy of the tied embedding
-      auto counted = [&](const LocalParam& lp) {
-        return trainer.mesh().coord().dp == 0 && trainer.mesh().coord().cp == 0 &&
-               !(lp.tp_replicated() && trainer.mesh().coord().tp != 0) && !trainer.tied_copy(c, u);
-      };
-      for (const LocalParam& lp : st.layout(u).params) {
-        const std::vector<T>& want = ref.params().at(lp.spec.name);
-        double scale = 0, worst = 0;
-        for (T x : want) scale = std::max(scale, std::abs(double(x)));
-        const ShardLayout& l = lp.layout;
-        for (std::int64_t i = 0; i < l.local_rows(); ++i)
-          for (std::int64_t j = 0; j < l.local_cols(); ++j) {
-            const std::int64_t g = l.global_offset(i, j, l.rank());
-            const double got = double(p[lp.offset + i * l.local_cols() + j]);
-            const double ref = g < 0 ? 0.0 : double(want[g]);
-            worst = std::max(worst, std::abs(got - ref));
-            if (counted(lp)) diff2 += (got - ref) * (got - ref), norm2 += ref * ref;
-          }
-        if (worst / scale > diff.worst) diff = {worst / scale, lp.spec.name};
-      }
-      st.release_parameters(u);
-    }
-  }
+  // every parameter element this rank holds, against the reference's global tensor (the parity
+  // kit's comparison); each element once in the whole-model norms: one TP rank for replicated
+  // tensors, one DP replica, the first stage's copy of the tied embedding
+  std::map<std::string, std::vector<double>> whole;
+  for (const auto& [name, values] : ref.params()) whole[name].assign(values.begin(), values.end());
+  const MeshCoord at = trainer.mesh().coord();
+  const testing::ParameterDifference d =
+      testing::compare_parameters(trainer, whole, [&](int c, int u, const LocalParam& lp) {
+        return at.dp == 0 && at.cp == 0 && !(lp.tp_replicated() && at.tp != 0) &&
+               !trainer.tied_copy(c, u);
+      });
+  CHECK(d.compared > 0);
   if (tol.whole_model) {
-    const double d = std::sqrt(comm.all_reduce_value(diff2) / comm.all_reduce_value(norm2));
-    INFO("relative 2-norm of the parameter difference " << d);
-    CHECK(d <= tol.params);
+    const double relative =
+        std::sqrt(comm.all_reduce_value(d.diff2) / comm.all_reduce_value(d.norm2));
+    INFO("relative 2-norm of the parameter difference " << relative);
+    CHECK(relative <= tol.params);
     return;
   }
-  INFO("largest relative parameter difference " << diff.worst << " in " << diff.where);
-  CHECK(diff.worst <= tol.params);
+  INFO("largest relative parameter difference " << d.worst << " in " << d.where);
+  CHECK(d.worst <= tol.params);
 }
 
 }  // namespace trident::test

@@ -1,8 +1,10 @@
-// tests/small_model.hpp: the small GPT-2 of the parity tests and its optimizer. A vocab of 67 is
-// divisible by no TP size, so the padding of the vocab-parallel layers is always exercised.
+// tests/small_model.hpp: the small GPT-2 and Llama of the parity tests and their optimizer. A vocab
+// of 67 is divisible by no TP size, so the padding of the vocab-parallel layers is always
+// exercised.
 #pragma once
 
 #include <trident/models/gpt2/config.hpp>
+#include <trident/models/llama/config.hpp>
 #include <trident/optim/adamw.hpp>
 
 namespace trident::test {
@@ -14,6 +16,20 @@ inline gpt2::Config small_model(int layers = 4) {
   c.layers = layers;
   c.hidden = 32;
   c.heads = 8;
+  c.seed = 7;
+  return c;
+}
+
+// The small Llama of the tests: the same sizes, grouped-query attention (4 heads, 2 of keys and
+// values).
+inline llama::Config small_llama(int layers = 4) {
+  llama::Config c;
+  c.vocab = 67;
+  c.seq = 16;
+  c.layers = layers;
+  c.hidden = 32;
+  c.heads = 4;
+  c.kv_heads = 2;
   c.seed = 7;
   return c;
 }

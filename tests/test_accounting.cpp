@@ -253,8 +253,11 @@ TEST_CASE("run report: the bubble of all ranks and of the busiest rank") {
     const RunReport r = make_report(*t, measured);
     if (comm->rank() != 0) continue;
     double most = 0, makespan = 0, compute = 0;
-    for (const RankFigures& f : r.ranks)
-      most = std::max(most, f.compute), makespan = std::max(makespan, f.end), compute += f.compute;
+    for (const RankFigures& f : r.ranks) {
+      most = std::max(most, f.compute);
+      makespan = std::max(makespan, f.end);
+      compute += f.compute;
+    }
     INFO("PP=" << p);
     CHECK(r.bubble == doctest::Approx(1 - compute / (p * makespan)).epsilon(1e-12));
     CHECK(r.busiest_idle == doctest::Approx(1 - most / makespan).epsilon(1e-12));
@@ -292,7 +295,8 @@ TEST_CASE("one layer's activations per microbatch: measured equals the model's f
     auto comm = test::first_ranks(k.mesh.tp * k.cp, test::current_test_name());
     if (!comm) continue;
     gpt2::Options o = test::small_options(k.mesh);
-    o.sequence_parallel = k.sp, o.mesh.cp = k.cp;
+    o.sequence_parallel = k.sp;
+    o.mesh.cp = k.cp;
     auto t = trainer<float>(*comm, o);
     (void)t->step();
     INFO("TP" << k.mesh.tp << (k.sp ? " SP" : "") << " CP" << k.cp);
@@ -311,7 +315,8 @@ std::string printed(F&& f) {
   dup2(fileno(out), 1);
   f();
   std::fflush(stdout);
-  dup2(saved, 1), close(saved);
+  dup2(saved, 1);
+  close(saved);
   std::rewind(out);
   std::string text;
   for (int ch; (ch = std::fgetc(out)) != EOF;) text += char(ch);
@@ -328,7 +333,10 @@ TEST_CASE("progress lines: a gradient-norm spike is marked, and explained only w
   CHECK(gradient_spike(norms, 5.1));          // over 5x the median, 1.0
   CHECK_FALSE(gradient_spike({1, 1, 1}, 9));  // fewer than 5 norms: no median to speak of
   StepResult r;
-  r.loss = 5, r.grad_norm = 5.1, r.lr = 1e-3, r.seconds = 1;
+  r.loss = 5;
+  r.grad_norm = 5.1;
+  r.lr = 1e-3;
+  r.seconds = 1;
   const std::string first = printed([&] { print_step(10, r, 100, 3, true, 1.0, true); }),
                     again = printed([&] { print_step(11, r, 100, 4, true, 1.0, false); });
   CHECK(first.find(" | spike\n  spike: the gradient norm is over 5x the recent median") !=

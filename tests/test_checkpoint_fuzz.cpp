@@ -93,8 +93,12 @@ fs::path make_checkpoint(const fs::path& dir) {
   const double a[15] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
   const float b[7] = {1, 2, 3, 4, 5, 6, 7};
   const bf16 c[2] = {bf16(1.5f), bf16(-2.0f)};
-  w.add("a0", a, {1, 5}), w.add("a1", a + 5, {2, 5}), w.add("a2", a, {0, 5});
-  w.add("b0", b, {3}), w.add("b1", b + 3, {4}), w.add("c", c, {2});
+  w.add("a0", a, {1, 5});
+  w.add("a1", a + 5, {2, 5});
+  w.add("a2", a, {0, 5});
+  w.add("b0", b, {3});
+  w.add("b1", b + 3, {4});
+  w.add("c", c, {2});
   w.set_metadata("format", "pt");
   w.write((dir / "shard.safetensors").string());
   io::CheckpointIndex x;

@@ -90,8 +90,11 @@ TEST_CASE("the bytes on the wire per step: TP, PP and ZeRO-3's DP across nodes, 
   const costmodel::InterNode nodes{2};
   const plan::Precision doubles{"double", 8, 8, 16, 8};
   gpt2::Options tp4 = across_nodes(128), zero3 = tp4;
-  tp4.mesh = {4, 1, 1}, tp4.microbatches = 1;
-  zero3.mesh = {1, 1, 4}, zero3.microbatches = 1, zero3.zero = Zero<3>;
+  tp4.mesh = {4, 1, 1};
+  tp4.microbatches = 1;
+  zero3.mesh = {1, 1, 4};
+  zero3.microbatches = 1;
+  zero3.zero = Zero<3>;
   for (const gpt2::Options& o : {across_nodes(128), tp4, zero3}) {
     gpt2::Trainer<double> t(comm, o, TokenSource::synthetic(o.model.vocab));
     (void)t.step();  // connections set up

@@ -136,7 +136,9 @@ TEST_CASE("gpt2: CP composed with TP (and SP), PP (1F1B, ZB-H1), DP with ZeRO-3,
   run_gpt2(4, sp, "TP2-CP2 with SP");
   for (pp::ScheduleKind kind : {pp::ScheduleKind::one_f_one_b, pp::ScheduleKind::zb_h1}) {
     gpt2::Options o = cp_options({1, 2, 1, 2});
-    o.schedule = kind, o.microbatches = 2, o.batch = 4;
+    o.schedule = kind;
+    o.microbatches = 2;
+    o.batch = 4;
     run_gpt2(4, o, pp::to_string(kind));
   }
   gpt2::Options zero = cp_options({1, 1, 2, 2});
@@ -151,14 +153,15 @@ TEST_CASE("gpt2: CP composed with TP (and SP), PP (1F1B, ZB-H1), DP with ZeRO-3,
 }
 
 TEST_CASE("llama with GQA at CP 2 (and TP2-CP2) matches its single-process run") {
-  llama::Config c;
-  c.vocab = 67, c.seq = 16, c.layers = 2, c.hidden = 32, c.heads = 4, c.kv_heads = 2, c.seed = 7;
+  const llama::Config c = test::small_llama(2);
   for (MeshShape mesh : {MeshShape{1, 1, 1, 2}, MeshShape{2, 1, 1, 2}}) {
     auto comm = test::first_ranks(mesh.product(), test::current_test_name());
     if (!comm) continue;
     INFO("TP=" << mesh.tp << " CP=" << mesh.cp);
     TrainOptions o;
-    o.mesh = mesh, o.batch = 4, o.optimizer = test::small_optimizer();
+    o.mesh = mesh;
+    o.batch = 4;
+    o.optimizer = test::small_optimizer();
     TrainOptions one = o;
     one.mesh = {1, 1, 1};
     const TokenSource data = TokenSource::synthetic(c.vocab);
@@ -216,7 +219,8 @@ TEST_CASE("CP traffic to the byte and attention's kept probabilities 1/cp of one
     gpt2::Options o = cp_options({1, 1, 2, 2});
     o.zero = ZeroPolicy{2};
     o.recompute = recompute;
-    o.microbatches = 2, o.batch = 4;
+    o.microbatches = 2;
+    o.batch = 4;
     gpt2::Trainer<double> t(comm, o, data);
     comm_stats().reset();
     (void)t.step();

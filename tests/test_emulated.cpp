@@ -30,7 +30,10 @@ struct Case {
 gpt2::Options on(MeshShape mesh, ScheduleKind kind = ScheduleKind::one_f_one_b, int m = 1,
                  int v = 1, ZeroPolicy zero = {}, bool sp = false) {
   gpt2::Options o = test::small_options(mesh, v == 2 && mesh.pp == 4 ? 8 : 4);
-  o.schedule = kind, o.microbatches = m, o.virtual_stages = v, o.zero = zero;
+  o.schedule = kind;
+  o.microbatches = m;
+  o.virtual_stages = v;
+  o.zero = zero;
   o.sequence_parallel = sp;
   const int unit = m * mesh.dp;  // the batch: a multiple of DP x m, at least 8 sequences
   o.batch = unit * ((8 + unit - 1) / unit);
@@ -97,23 +100,19 @@ TEST_CASE("emulated device: GPT-2 in float and bf16 mixed precision, bit for bit
   });
 }
 
-namespace {
-llama::Config small_llama() {
-  llama::Config c;
-  c.vocab = 67, c.seq = 16, c.layers = 4, c.hidden = 32, c.heads = 4, c.kv_heads = 2, c.seed = 7;
-  return c;
-}
-}  // namespace
-
 TEST_CASE("emulated device: Llama matches its CPU single-process run in double") {
   for_meshes([](const Comm& comm, const gpt2::Options& o) {
     if (o.mesh.tp > 2) return;  // 2 KV heads: TP at most 2
-    const llama::Config c = small_llama();
+    const llama::Config c = test::small_llama();
     const TokenSource data = TokenSource::synthetic(c.vocab);
     const Comm self = comm.split(comm.rank(), 0, "self");
     TrainOptions one = o;
-    one.mesh = {1, 1, 1}, one.sequence_parallel = false, one.microbatches = 1;
-    one.schedule = ScheduleKind::one_f_one_b, one.virtual_stages = 1, one.zero = ZeroPolicy{};
+    one.mesh = {1, 1, 1};
+    one.sequence_parallel = false;
+    one.microbatches = 1;
+    one.schedule = ScheduleKind::one_f_one_b;
+    one.virtual_stages = 1;
+    one.zero = ZeroPolicy{};
     llama::Trainer<double, double, Emulated> run(comm, llama::Model(c), o, data);
     llama::Trainer<double> ref(self, llama::Model(c), one, data);
     test::check_against_single_process(run, ref);
@@ -123,7 +122,7 @@ TEST_CASE("emulated device: Llama matches its CPU single-process run in double")
 TEST_CASE("emulated device: Llama in float and bf16, bit for bit as the CPU") {
   for_meshes([](const Comm& comm, const gpt2::Options& o) {
     if (o.mesh.tp > 2 || o.mesh.dp > 2) return;
-    const llama::Config c = small_llama();
+    const llama::Config c = test::small_llama();
     const TokenSource data = TokenSource::synthetic(c.vocab);
     llama::Trainer<float, float, Cpu> cpu(comm, llama::Model(c), o, data);
     llama::Trainer<float, float, Emulated> device(comm, llama::Model(c), o, data);

@@ -14,6 +14,7 @@
 
 #include "model_parity.hpp"
 #include "mpi_test.hpp"
+#include "small_model.hpp"
 
 using namespace trident;
 
@@ -30,11 +31,6 @@ TrainOptions small_run(MeshShape mesh) {
   o.optimizer.steps = 3;
   o.optimizer.clip = 1.0;
   return o;
-}
-llama::Config small_model() {
-  llama::Config c;
-  c.vocab = 67, c.seq = 16, c.layers = 4, c.hidden = 32, c.heads = 4, c.kv_heads = 2, c.seed = 7;
-  return c;
 }
 
 // Runs 3 steps of `o` on comm and of the same run on one process (each rank runs it on its own),
@@ -73,7 +69,7 @@ TEST_CASE("llama: PP=2 with a stage boundary inside a block matches one process 
     o.pp_layers = k.split;
     o.recompute = k.recompute;
     o.microbatches = 4;
-    check_against_single_process(*comm, small_model(), o);
+    check_against_single_process(*comm, test::small_llama(), o);
   }
   auto comm = test::first_ranks(4, test::current_test_name());
   if (!comm) return;
@@ -81,7 +77,7 @@ TEST_CASE("llama: PP=2 with a stage boundary inside a block matches one process 
   o.sequence_parallel = true;
   o.microbatches = 2;
   o.pp_layers = {2.5, 1.5};
-  check_against_single_process(*comm, small_model(), o);
+  check_against_single_process(*comm, test::small_llama(), o);
 }
 
 TEST_CASE(
@@ -92,7 +88,7 @@ TEST_CASE(
   o.virtual_stages = 2;
   o.microbatches = 4;
   o.recompute = Recompute::full;
-  check_against_single_process(comm, small_model(), o);
+  check_against_single_process(comm, test::small_llama(), o);
 }
 
 // The parity kit (testing/parity.hpp) on the cases 2 ranks allow: TP2 with and without SP, PP2
@@ -101,7 +97,7 @@ TEST_CASE(
 TEST_CASE("llama: the parity kit's 2-rank cases match one process in double") {
   TRIDENT_RANKS(2, comm);
   const testing::ParityReport r = testing::check_parity(
-      comm, llama::Model(small_model()), TokenSource::synthetic(67), small_run({1, 1, 1}));
+      comm, llama::Model(test::small_llama()), TokenSource::synthetic(67), small_run({1, 1, 1}));
   testing::check(r);
   CHECK(r.count(testing::ParityOutcome::Status::passed) == 13);
 }
@@ -110,7 +106,7 @@ TEST_CASE("llama: the parity kit's 2-rank cases match one process in double") {
 // PP4, TP2 x PP2 x DP2 with ZeRO-1, without and with SP; TP4 refused (2 KV heads).
 TEST_CASE("llama: the parity kit's 4- and 8-rank cases match one process in double") {
   TRIDENT_RANKS(8, comm);
-  const llama::Model model(small_model());
+  const llama::Model model(test::small_llama());
   const TrainOptions base = small_run({1, 1, 1});
   std::vector<testing::ParityCase> cases;
   for (const testing::ParityCase& c : testing::default_cases(model, base, comm.size()))
@@ -132,8 +128,9 @@ TEST_CASE("llama: the parity kit's 4- and 8-rank cases match one process in doub
 // central differences of the loss, and each part's (embedding, every block, head) alone.
 TEST_CASE("llama: the whole model's and each part's gradients match central differences") {
   TRIDENT_RANKS(1, comm);
-  llama::Config c = small_model();
-  c.layers = 2, c.seq = 8;
+  llama::Config c = test::small_llama();
+  c.layers = 2;
+  c.seq = 8;
   TrainOptions o = small_run({1, 1, 1});
   o.batch = 2;
   const testing::GradientReport r =
@@ -157,14 +154,16 @@ TEST_CASE("llama: KV heads that do not divide the heads or TP are one Error nami
     }
     return std::string("no error");
   };
-  llama::Config c = small_model();
+  llama::Config c = test::small_llama();
   c.kv_heads = 3;
   CHECK(message(c, {1, 1, 2}).find("the 3 KV heads do not divide the 4 attention heads") !=
         std::string::npos);
   c.kv_heads = 1;
   CHECK(message(c, {2, 1, 1}).find("the 1 KV heads are not divisible by TP=2") !=
         std::string::npos);
-  c.kv_heads = 2, c.heads = 2, c.hidden = 36;
+  c.kv_heads = 2;
+  c.heads = 2;
+  c.hidden = 36;
   CHECK(message(c, {2, 1, 1}).find("no error") != std::string::npos);  // D = 18: even, fine
 }
 
@@ -173,8 +172,8 @@ TEST_CASE("llama: one layer's activations per microbatch, measured, equal the mo
   for (const bool sp : {false, true}) {
     TrainOptions o = small_run({2, 1, 1});
     o.sequence_parallel = sp;
-    llama::Trainer<double> t(comm, llama::Model(small_model()), o,
-                             TokenSource::synthetic(small_model().vocab));
+    llama::Trainer<double> t(comm, llama::Model(test::small_llama()), o,
+                             TokenSource::synthetic(test::small_llama().vocab));
     (void)t.step();
     INFO("TP2" << (sp ? " SP" : ""));
     CHECK(t.chunk(0).layer_activation_bytes() > 0);

@@ -14,6 +14,7 @@
 #include <trident/models/llama/llama.hpp>
 
 #include "mpi_test.hpp"
+#include "small_model.hpp"
 
 using namespace trident;
 
@@ -27,9 +28,9 @@ std::string hf_path(const Comm& comm, const std::string& name) {
 }
 
 llama::Config hf_model() {  // an MLP width of its own (48, not the rule's 96), as a published one
-  llama::Config c;
-  c.vocab = 67, c.seq = 16, c.layers = 2, c.hidden = 32, c.heads = 4, c.kv_heads = 2;
-  c.ffn_size = 48, c.seed = 11;
+  llama::Config c = test::small_llama(2);
+  c.ffn_size = 48;
+  c.seed = 11;
   return c;
 }
 
@@ -76,7 +77,8 @@ TEST_CASE(
   const TokenSource data = TokenSource::synthetic(c.vocab);
   const std::string written = hf_path(comm, "in.safetensors"), saved = hf_path(comm, "out");
   TrainOptions o;
-  o.batch = 4, o.optimizer.lr = 1e-2;
+  o.batch = 4;
+  o.optimizer.lr = 1e-2;
   o.mesh = {2, 1, 1};
   llama::Trainer<double> source(comm, llama::Model(c), o, data);
   (void)source.step();  // weights that are no initialisation's
@@ -118,7 +120,10 @@ TEST_CASE(
     }
   }
   comm.barrier();
-  if (comm.rank() == 0) std::filesystem::remove(written), std::filesystem::remove(saved);
+  if (comm.rank() == 0) {
+    std::filesystem::remove(written);
+    std::filesystem::remove(saved);
+  }
 }
 
 TEST_CASE("llama: a Hugging Face config.json gives the shape; what the model lacks is refused") {

@@ -93,7 +93,11 @@ TEST_CASE("data: a row of the global batch depends only on (seed, step, row)") {
 
 TEST_CASE("AdamW: one step by hand; warm-up and cosine schedule; clipping factor") {
   AdamW opt;
-  opt.lr = 0.1, opt.beta1 = 0.9, opt.beta2 = 0.99, opt.eps = 1e-8, opt.weight_decay = 0.5;
+  opt.lr = 0.1;
+  opt.beta1 = 0.9;
+  opt.beta2 = 0.99;
+  opt.eps = 1e-8;
+  opt.weight_decay = 0.5;
   double p = 2.0, m = 0, v = 0;
   const double g = 0.3;
   opt.update(&p, &g, &m, &v, 1, /*t=*/1, 0.1, /*decay=*/true, /*scale=*/1.0);
@@ -101,7 +105,9 @@ TEST_CASE("AdamW: one step by hand; warm-up and cosine schedule; clipping factor
   CHECK(p == doctest::Approx(2.0 * 0.95 - 0.1 * 0.3 / (0.3 + 1e-8)));
   CHECK(m == doctest::Approx(0.03));
   CHECK(v == doctest::Approx(0.01 * 0.09));
-  opt.warmup = 10, opt.steps = 110, opt.min_lr = 0.01;
+  opt.warmup = 10;
+  opt.steps = 110;
+  opt.min_lr = 0.01;
   CHECK(opt.lr_at(0) == doctest::Approx(0.01));
   CHECK(opt.lr_at(9) == doctest::Approx(0.1));
   CHECK(opt.lr_at(60) == doctest::Approx(0.01 + 0.5 * 0.09));  // half way down the cosine

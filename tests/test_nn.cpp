@@ -103,9 +103,14 @@ TEST_CASE("layernorm: normalised rows, affine, backward against finite differenc
                         N, C);
   for (int n = 0; n < N; ++n) {
     double m = 0, v = 0, mx = 0, vx = 0;
-    for (int c = 0; c < C; ++c) m += out[n * C + c] / C, mx += x[n * C + c] / C;
-    for (int c = 0; c < C; ++c)
-      v += std::pow(out[n * C + c] - m, 2) / C, vx += std::pow(x[n * C + c] - mx, 2) / C;
+    for (int c = 0; c < C; ++c) {
+      m += out[n * C + c] / C;
+      mx += x[n * C + c] / C;
+    }
+    for (int c = 0; c < C; ++c) {
+      v += std::pow(out[n * C + c] - m, 2) / C;
+      vx += std::pow(x[n * C + c] - mx, 2) / C;
+    }
     CHECK(std::abs(m) < 1e-12);
     CHECK(std::abs(v - vx / (vx + 1e-5)) < 1e-12);  // 1 up to eps
     CHECK(std::abs(mean[n] - mx) < 1e-12);

@@ -129,8 +129,10 @@ void check_swiglu(int N, int F) {
   CHECK(err < 1e-14);
   Vec a(N * F), b(N * F), out2(N * F);  // the same as two (N, F) buffers
   for (int n = 0; n < N; ++n)
-    for (int f = 0; f < F; ++f)
-      a[n * F + f] = ab[n * 2 * F + f], b[n * F + f] = ab[n * 2 * F + F + f];
+    for (int f = 0; f < F; ++f) {
+      a[n * F + f] = ab[n * 2 * F + f];
+      b[n * F + f] = ab[n * 2 * F + F + f];
+    }
   nn::swiglu_forward(out2.data(), a.data(), b.data(), N, F, F);
   CHECK(max_abs_diff(out2, out) < 1e-14);  // vectorised exp: rounding may follow alignment
 
@@ -191,8 +193,10 @@ void check_gqa_as_mha(int seq, int KV, const Vec& qkv, const Vec& out, const Vec
         err_q = std::max(err_q, std::abs(dmha[r * Wm + h * D + d] - dqkv[r * W + h * D + d]));
       for (int g = 0; g < KV; ++g) {
         double dk = 0, dv = 0;
-        for (int h = g * group; h < (g + 1) * group; ++h)
-          dk += dmha[r * Wm + (H + h) * D + d], dv += dmha[r * Wm + (2 * H + h) * D + d];
+        for (int h = g * group; h < (g + 1) * group; ++h) {
+          dk += dmha[r * Wm + (H + h) * D + d];
+          dv += dmha[r * Wm + (2 * H + h) * D + d];
+        }
         err_kv = std::max({err_kv, std::abs(dk - dqkv[r * W + (H + g) * D + d]),
                            std::abs(dv - dqkv[r * W + (H + KV + g) * D + d])});
       }

@@ -99,16 +99,16 @@ TEST_CASE("activations: Korthikanti et al. 2022, Table 2, for s=4 b=2 h=8 a=2 by
   c.microbatches = 4;
   c.schedule = pp::ScheduleKind::gpipe;
   CHECK(activation_layers_in_flight(tiny, c) == 8);  // GPipe: all m
-  c.schedule = pp::ScheduleKind::one_f_one_b;
+  c.schedule = pp::ScheduleKind::interleaved;
   c.virtual_stages = 2;
   CHECK(activation_layers_in_flight(tiny, c) == 5);  // L (1 + (p-1)/(p v)) = 4 * 1.25
 }
 
-TEST_CASE("pipeline bubble: (p-1)/m, interleaved (p-1)/(v m)") {
-  CHECK(bubble_fraction(1, 8) == 0);
-  CHECK(bubble_fraction(8, 96) == doctest::Approx(7.0 / 96));
-  CHECK(bubble_fraction(8, 96, 6) == doctest::Approx(7.0 / 576));
-  CHECK(bubble_fraction(4, 4) == doctest::Approx(0.75));
+TEST_CASE("pipeline bubble over the ideal time: (p-1)/m, interleaved (p-1)/(v m)") {
+  CHECK(pp::bubble_over_ideal(1, 8) == 0);
+  CHECK(pp::bubble_over_ideal(8, 96) == doctest::Approx(7.0 / 96));
+  CHECK(pp::bubble_over_ideal(8, 96, 6) == doctest::Approx(7.0 / 576));
+  CHECK(pp::bubble_over_ideal(4, 4) == doctest::Approx(0.75));
 }
 
 // plan/balance.hpp: the split that minimises the costliest rank, then its costliest chunk, by hand.
@@ -135,7 +135,7 @@ TEST_CASE("balanced layer split: the LM head counted, the costliest stage as che
 // pp/balance.hpp with chunks: each rank's cost is the sum of its chunks'.
 TEST_CASE("balanced layer split over ranks: ZB-V's V and interleaved chunks") {
   const pp::StageCosts bench = stage_costs(ModelSpec{"bench", 4, 256, 8, 4096, 128});
-  const pp::ChunkMap v{pp::Placement::v_shape, 2, 2}, looped{pp::Placement::looped, 2, 2};
+  const pp::ChunkMap v{pp::ChunkPlacement::v_shape, 2, 2}, looped{pp::ChunkPlacement::looped, 2, 2};
   // the V: rank 0 holds virtual stages 0 and 3 (the head: 1.23 layers), rank 1 stages 1 and 2;
   // rank 0 gets 1 layer (2.23), rank 1 3 (3), not 2 + head (3.23) against 2
   CHECK(pp::balanced_layer_split(bench, 4, v) == std::vector<int>{1, 1, 2, 0});
@@ -154,12 +154,12 @@ TEST_CASE("balanced layer split over ranks: ZB-V's V and interleaved chunks") {
 // (8 s h^2 + 4 s^2 h of 24 s h^2 + 4 s^2 h: 0.385 of the bench model's layer) and its MLP half.
 TEST_CASE("balanced half split: a stage boundary inside a layer where that is cheaper") {
   pp::StageCosts bench = stage_costs(ModelSpec{"bench", 4, 256, 8, 4096, 128});
-  CHECK(pp::balanced_half_split(bench, 4, pp::ChunkMap{pp::Placement::looped, 2, 1}) ==
+  CHECK(pp::balanced_half_split(bench, 4, pp::ChunkMap{pp::ChunkPlacement::looped, 2, 1}) ==
         std::vector<int>{6, 2});  // first_half 0: the whole-layer split, 3 + 1, in halves
   bench.first_half = nn::gpt_attention_half_forward_flops(128, 256, 1);
   CHECK(bench.first_half / bench.layer == doctest::Approx(0.3846).epsilon(1e-3));
   // 2 stages: 2.5 + 1.5 layers, costs 2.38 and 2.85 layers (not 3 and 2.23)
-  const pp::ChunkMap two{pp::Placement::looped, 2, 1}, v{pp::Placement::v_shape, 2, 2};
+  const pp::ChunkMap two{pp::ChunkPlacement::looped, 2, 1}, v{pp::ChunkPlacement::v_shape, 2, 2};
   const std::vector<int> plain = pp::balanced_half_split(bench, 4, two);
   CHECK(plain == std::vector<int>{5, 3});
   CHECK(pp::half_split_text(plain) == "2.5+1.5");
@@ -249,7 +249,9 @@ TEST_CASE("a fixed mesh whose product is not the GPU count is refused with the p
           estimate(m, cl, Config{8, 16, 64}, Precision::mixed());
         }).find(expected) != std::string::npos);
   Search fixed;
-  fixed.tp = 8, fixed.pp = 16, fixed.dp = 64;
+  fixed.tp = 8;
+  fixed.pp = 16;
+  fixed.dp = 64;
   const std::string planned =
       error_of([&] { rank_configurations(m, cl, 1536, Precision::mixed(), fixed); });
   CHECK(planned == "mesh TP=8 x PP=16 x DP=64 = 8192 GPUs, not 128");
@@ -328,7 +330,8 @@ TEST_CASE("context parallelism by hand: activations, ring bytes, DP x CP, links,
   c.microbatch_size = 2;
   c.cp = 2;  // each rank holds s/2 = 2 tokens: (s/2) b h (34 + 5 a s / h) = 32 * 39
   CHECK(layer_activation_bytes(tiny, c, p) == 2496 / 2);
-  c.tp = 2, c.sequence_parallel = true;  // 32 (34/2 + 2.5)
+  c.tp = 2;
+  c.sequence_parallel = true;  // 32 (34/2 + 2.5)
   CHECK(layer_activation_bytes(tiny, c, p) == 1248 / 2);
   // ring: L/p = 4 layers x m = 1 x 3 blocks (one forward, two backward) x (cp-1) = 1 x
   // 2 b (s/cp) h / t = 2 * 32 / 2 values of 2 bytes
@@ -345,7 +348,8 @@ TEST_CASE("context parallelism by hand: activations, ring bytes, DP x CP, links,
 
   // links under rank = tp + TP*(cp + CP*(dp + DP*pp)) on nodes of 8
   ClusterSpec cl;
-  cl.gpus = 16, cl.gpus_per_node = 8;
+  cl.gpus = 16;
+  cl.gpus_per_node = 8;
   auto mesh = [](int tp, int cp, int pp, int dp) {
     Config m{tp, pp, dp};
     m.cp = cp;

@@ -9,9 +9,11 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <trident/costmodel/layout.hpp>
 #include <trident/costmodel/predict.hpp>
 #include <trident/models/gpt2/gpt2.hpp>
+#include <trident/train/report_formulas.hpp>
 
 #include "mpi_test.hpp"
 
@@ -117,9 +119,15 @@ TEST_CASE("model states: the cost model's bytes are MemoryStats' bytes on every 
   };
   int k = 0;  // meshes so far
   for (const MeshShape& mesh : meshes4)
-    for (int zero = 0; zero <= 3; ++zero) check(mesh, zero, (zero + k) % 2), k += zero == 3;
+    for (int zero = 0; zero <= 3; ++zero) {
+      check(mesh, zero, (zero + k) % 2);
+      k += zero == 3;
+    }
   for (const MeshShape& mesh : meshes8)
-    for (int zero = 0; zero <= 3; ++zero) check(mesh, zero, (zero + k) % 2), k += zero == 3;
+    for (int zero = 0; zero <= 3; ++zero) {
+      check(mesh, zero, (zero + k) % 2);
+      k += zero == 3;
+    }
   // the interleaved schedule: two chunks per rank, the head's copy of wte on the last stage
   gpt2::Options o = options({1, 2, 4}, 1, 4);
   o.schedule = pp::ScheduleKind::interleaved;
@@ -234,6 +242,42 @@ TEST_CASE("fits and machines: least squares, one latency per batch, ring bytes o
   CHECK(predict(o, Precision::mixed(), cluster_machine(a100, "A100")).crosses.tp);
 }
 
+// One bubble per schedule (pp/schedule_traits.hpp): the run report's formula (its fraction
+// with p, m and v put in), the planner's estimate and the cost model's prediction agree, and the
+// cost model's pipeline time carries each schedule's own fill and drain (ZB-H1's a third of
+// 1F1B's with F = B = W: Qi et al. 2023).
+TEST_CASE("the report, the planner and the cost model: the same bubble for every schedule") {
+  const ModelSpec m = preset("gpt3-175b");
+  gpt2::Options o;
+  o.model = {m.vocab, m.seq, m.layers, m.hidden, m.heads};
+  o.mesh = {8, 4, 2};
+  o.batch = 16;
+  o.microbatches = 8;
+  ClusterSpec cluster;
+  cluster.gpus = 64;
+  cluster.memory_bytes = 1e15;  // the bubble, not the fit
+  std::map<pp::ScheduleKind, double> pipeline_s;
+  for (pp::ScheduleKind kind : pp::kTrainingSchedules) {
+    o.schedule = kind;
+    o.virtual_stages = pp::traits(kind).min_chunks;
+    CAPTURE(pp::to_string(kind));
+    const double want = pp::traits(kind).bubble_share(4, 8, o.virtual_stages);
+    const Prediction p = predict(o, Precision::mixed(), cluster_machine(cluster, "A100"));
+    CHECK(p.bubble_formula == want);
+    CHECK(plan::estimate(m, cluster, plan_config(o), Precision::mixed()).bubble_share == want);
+    const BubbleForm f = bubble_form(o);
+    if (!f.fraction.empty()) {
+      const std::size_t slash = f.fraction.find('/');
+      CHECK(std::stod(f.fraction.substr(0, slash)) / std::stod(f.fraction.substr(slash + 1)) ==
+            doctest::Approx(want).epsilon(1e-12));
+    }
+    pipeline_s[kind] = p.pipeline_s;
+  }
+  using K = pp::ScheduleKind;
+  CHECK(pipeline_s[K::gpipe] == doctest::Approx(pipeline_s[K::one_f_one_b]));
+  CHECK(pipeline_s[K::zb_h1] < pipeline_s[K::one_f_one_b]);
+}
+
 namespace {
 // Every rank chose the same layout.
 void check_same_choice(const Comm& comm, const LayoutChoice& c) {
@@ -284,18 +328,21 @@ TEST_CASE("layout auto: every layout valid, the peak predicted within 5%, the fa
   bool cp = false, zb = false, pp = false;
   for (const gpt2::Options& o : all) {
     CHECK(o.mesh.product() == comm->size());
-    cp = cp || o.mesh.cp > 1, pp = pp || o.mesh.pp > 1;
+    cp = cp || o.mesh.cp > 1;
+    pp = pp || o.mesh.pp > 1;
     zb = zb || o.schedule == pp::ScheduleKind::zb_h1;
   }
   CHECK((cp && pp && zb));
   LayoutSearch s;
-  s.trials = 3, s.trial_steps = 1;
+  s.trials = 3;
+  s.trial_steps = 1;
   const Precision p = trident_precision<float, float>();
   // a limit between the smallest and the largest peak drops the layouts above it
   double least = 1e300, most = 0;
-  for (const gpt2::Options& o : all)
-    least = std::min(least, predicted_peak(o, p).total),
+  for (const gpt2::Options& o : all) {
+    least = std::min(least, predicted_peak(o, p).total);
     most = std::max(most, predicted_peak(o, p).total);
+  }
   s.memory_limit = (least + most) / 2;
   // the calibration kept in a file (io/calibration_cache.hpp), the same name on every rank
   s.calibration_cache = "layout_auto_calibration." + std::to_string(comm->size()) + ".tsv";

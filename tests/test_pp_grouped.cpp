@@ -42,7 +42,7 @@ TEST_CASE("grouped p2p: interleaved and ZB-V are refused where they would fail, 
 }
 
 TEST_CASE("grouped p2p: a pair's messages out of order, and two sends waiting, are caught") {
-  const ChunkMap map{Placement::looped, 2, 1};
+  const ChunkMap map{ChunkPlacement::looped, 2, 1};
   // stage 0 sends microbatch 1 before 0; stage 1 receives 0 first: NCCL would swap them
   const std::vector<std::vector<Action>> swapped = {
       {{Op::forward, 0, 0, -1},

@@ -166,9 +166,9 @@ TEST_CASE("GPipe and 1F1B bubble fraction is (p-1)/(m+p-1), with b = f and b = 2
     const int p = spec.stages, m = spec.microbatches;
     for (double backward : {1.0, 2.0}) {
       const Simulation sim = simulate(make_schedule(spec), {1, backward, 0});
-      CHECK(sim.bubble_fraction == doctest::Approx(plan::bubble_share(p, m)).epsilon(1e-12));
+      CHECK(sim.bubble_share == doctest::Approx(pp::bubble_share(p, m)).epsilon(1e-12));
       CHECK(sim.makespan == doctest::Approx((m + p - 1) * (1 + backward)).epsilon(1e-12));
-      CHECK(sim.timeline.bubble_fraction() == sim.bubble_fraction);
+      CHECK(sim.timeline.bubble_share() == sim.bubble_share);
     }
   }
 }
@@ -181,8 +181,8 @@ TEST_CASE("interleaving divides the bubble by v: bubble time / ideal time = (p-1
     for (double backward : {1.0, 2.0}) {
       const Simulation sim = simulate(make_schedule(spec), {1, backward, 0});
       const double ideal = m * (1 + backward);
-      CHECK((sim.makespan - ideal) / ideal == doctest::Approx(plan::bubble_fraction(p, m, v)));
-      CHECK(sim.bubble_fraction == doctest::Approx(plan::bubble_share(p, m, v)));
+      CHECK((sim.makespan - ideal) / ideal == doctest::Approx(pp::bubble_over_ideal(p, m, v)));
+      CHECK(sim.bubble_share == doctest::Approx(pp::bubble_share(p, m, v)));
     }
   }
   // and against 1F1B on the same pipeline: p = 4, m = 8, v = 2 halves the bubble time
@@ -248,4 +248,42 @@ TEST_CASE("a receive without a send, a send never received, and order errors are
                        "runs before its recv_forward",
                        Error);
   CHECK_NOTHROW(simulate(schedule));
+}
+
+// pp/schedule_traits.hpp: every schedule's record says what its simulation shows. Every valid
+// spec with p <= 6, m <= 12 (v in {1, 2, 3} where the schedule takes it), F = B = W = 1 (a fused
+// backward of 2): the bubble share, and the most activations a stage holds, in whole stages'
+// worth (the simulator's microbatch-chunks over v; the first stage's, but ZB-V's last).
+TEST_CASE("schedule traits: bubble and peak in flight as the simulator measures them") {
+  for (ScheduleKind kind :
+       {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::interleaved,
+        ScheduleKind::zb_h1, ScheduleKind::zbv, ScheduleKind::forward_only})
+    for (int p = 1; p <= 6; ++p)
+      for (int m = 1; m <= 12; ++m)
+        for (int v = 1; v <= 3; ++v) {
+          const ScheduleTraits& t = traits(kind);
+          const ScheduleSpec spec{kind, p, m, v};
+          bool valid = true;
+          try {
+            validate(spec);
+          } catch (const Error&) {
+            valid = false;
+          }
+          if (!valid || (kind == ScheduleKind::forward_only && m < p)) continue;
+          CAPTURE(name(spec));
+          const Simulation sim = simulate(make_schedule(spec), {1, 2, 0, 0.5}, t.placement);
+          CHECK(sim.bubble_share == doctest::Approx(t.bubble_share(p, m, v)).epsilon(1e-12));
+          const int most = *std::max_element(sim.peak_in_flight.begin(), sim.peak_in_flight.end());
+          CHECK(double(most) / v == doctest::Approx(t.peak_in_flight(p, m, v)).epsilon(1e-12));
+        }
+}
+
+TEST_CASE("schedule traits: the table is in ScheduleKind's order, names parse back") {
+  for (ScheduleKind kind : kTrainingSchedules) {
+    CHECK(traits(kind).kind == kind);
+    CHECK(traits(kind).trains);
+    CHECK(parse_schedule(traits(kind).name) == kind);
+  }
+  CHECK(traits(ScheduleKind::forward_only).kind == ScheduleKind::forward_only);
+  CHECK_FALSE(traits(ScheduleKind::forward_only).trains);
 }

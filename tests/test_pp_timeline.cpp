@@ -14,6 +14,8 @@
 
 using namespace trident;
 using namespace trident::pp;
+using trident::io::chrome_trace;
+using trident::io::write_chrome_trace;
 
 namespace {
 
@@ -33,8 +35,8 @@ TEST_CASE("Timeline: makespan and bubble fraction of a measured timeline") {
                  {1, IntervalKind::backward, 0, 0, 12.0, 14.0}};
   CHECK(t.makespan() == doctest::Approx(4.0));
   // idle: rank 0 4 - 1 = 3, rank 1 4 - 2 = 2; (3 + 2) / (2 * 4)
-  CHECK(t.bubble_fraction() == doctest::Approx(5.0 / 8));
-  CHECK(Timeline{}.bubble_fraction() == 0);
+  CHECK(t.bubble_share() == doctest::Approx(5.0 / 8));
+  CHECK(Timeline{}.bubble_share() == 0);
 }
 
 TEST_CASE("timeline_svg: one numbered box per compute, chunk hatching, escaped title, an axis") {
@@ -57,7 +59,9 @@ TEST_CASE("timeline_svg: one numbered box per compute, chunk hatching, escaped t
   CHECK(svg.find(">idle: the bubble</text>") != std::string::npos);
   SvgOptions named;  // a run's rows, its clock in seconds drawn in ms, a caption
   named.row_names = {"rank 0: stage 0 (tp 0, dp 0)", "rank 1: stage 1 (tp 0, dp 0)"};
-  named.time_unit = "ms", named.time_scale = 1e3, named.caption = "measured <here>";
+  named.time_unit = "ms";
+  named.time_scale = 1e3;
+  named.caption = "measured <here>";
   const std::string run = timeline_svg(sim.timeline, "t", named);
   CHECK(run.find(">rank 1: stage 1 (tp 0, dp 0)</text>") != std::string::npos);
   CHECK(run.find(">time, ms</text>") != std::string::npos);
@@ -139,7 +143,7 @@ TEST_CASE("activations_in_flight: the held staircase peaks where the simulator c
                        Case{ScheduleKind::interleaved, 2}, Case{ScheduleKind::zb_h1, 1},
                        Case{ScheduleKind::zbv, 2}}) {
     const Simulation sim =
-        simulate(make_schedule({c.kind, 4, 8, c.chunks}), {1, 2, 0, 0.5}, placement_of(c.kind));
+        simulate(make_schedule({c.kind, 4, 8, c.chunks}), {1, 2, 0, 0.5}, traits(c.kind).placement);
     const auto rows = activations_in_flight(sim.timeline);
     REQUIRE(rows.size() == 4);
     for (int s = 0; s < 4; ++s) {

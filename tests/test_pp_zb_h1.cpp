@@ -28,15 +28,15 @@ TEST_CASE("ZB-H1: makespan m (F + B + W) + (p-1)(F + B - W), a third of 1F1B's b
       const double B = 2 * (1 - w_fraction), W = 2 * w_fraction;
       const Simulation sim = simulate(make_schedule(spec), costs);
       CHECK(sim.makespan == doctest::Approx(m * 3 + (p - 1) * (1 + B - W)).epsilon(1e-12));
-      CHECK(sim.bubble_fraction ==
-            doctest::Approx(plan::zb_h1_bubble_share(p, m, 1, B, W)).epsilon(1e-12));
+      CHECK(sim.bubble_share ==
+            doctest::Approx(pp::zb_h1_bubble_share(p, m, 1, B, W)).epsilon(1e-12));
     }
     const double ideal = 3.0 * m;  // F = B = W = 1
     const Simulation zb = simulate(make_schedule(spec), {1, 2, 0, 0.5});
     const Simulation one =
         simulate(make_schedule({ScheduleKind::one_f_one_b, p, m, 1}), {1, 2, 0, 0.5});
     CHECK(zb.makespan - ideal == doctest::Approx((one.makespan - ideal) / 3));
-    CHECK(zb.bubble_fraction == doctest::Approx(plan::zb_h1_bubble_share(p, m)).epsilon(1e-12));
+    CHECK(zb.bubble_share == doctest::Approx(pp::zb_h1_bubble_share(p, m)).epsilon(1e-12));
   }
 }
 
@@ -66,7 +66,7 @@ TEST_CASE("a replay with each stage's own pass times: uniform ones change nothin
     const Simulation a = simulate(make_schedule(spec), uniform);
     const Simulation b = simulate(make_schedule(spec), per_stage);
     CHECK(b.makespan == doctest::Approx(a.makespan).epsilon(1e-12));
-    CHECK(b.bubble_fraction == doctest::Approx(a.bubble_fraction).epsilon(1e-12));
+    CHECK(b.bubble_share == doctest::Approx(a.bubble_share).epsilon(1e-12));
   }
   // 1F1B, stage 0 (F 1, backward 2) and the slower stage 1 (1.5, 3): stage 1 runs F0 [1, 2.5],
   // B0 [2.5, 5.5], F1 [5.5, 7], B1 [7, 10]; stage 0 then B1 [10, 12].
@@ -79,7 +79,7 @@ TEST_CASE("a replay with each stage's own pass times: uniform ones change nothin
   costs.stage = {PassTimes{1, 0, 1, 1}, PassTimes{1.5, 0, 2, 1}};
   const Simulation zb = simulate(make_schedule({ScheduleKind::zb_h1, 2, 2}), costs);
   CHECK(zb.makespan == 10);
-  CHECK(zb.bubble_fraction == doctest::Approx(0.25).epsilon(1e-12));
+  CHECK(zb.bubble_share == doctest::Approx(0.25).epsilon(1e-12));
   costs.stage.pop_back();
   CHECK_THROWS_WITH_AS(simulate(make_schedule({ScheduleKind::zb_h1, 2, 2}), costs),
                        "pipeline schedule: pass times given for 1 stage(s), the schedule has 2",

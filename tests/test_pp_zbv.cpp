@@ -29,13 +29,13 @@ std::string zbv_name(const ScheduleSpec& s) {
 }
 
 Simulation simulate_zbv(const ScheduleSpec& spec, Costs costs = {}) {
-  return simulate(make_schedule(spec), costs, Placement::v_shape);
+  return simulate(make_schedule(spec), costs, ChunkPlacement::v_shape);
 }
 
 }  // namespace
 
 TEST_CASE("the V placement: rank s holds virtual stages s and 2p-1-s; looped: c p + s") {
-  const ChunkMap v{Placement::v_shape, 4, 2}, looped{Placement::looped, 4, 2};
+  const ChunkMap v{ChunkPlacement::v_shape, 4, 2}, looped{ChunkPlacement::looped, 4, 2};
   const std::vector<int> v_ranks = {0, 1, 2, 3, 3, 2, 1, 0},
                          looped_ranks = {0, 1, 2, 3, 0, 1, 2, 3};
   for (int g = 0; g < 8; ++g) {
@@ -46,10 +46,10 @@ TEST_CASE("the V placement: rank s holds virtual stages s and 2p-1-s; looped: c 
   }
   CHECK(v.last_rank() == 0);
   CHECK(looped.last_rank() == 3);
-  CHECK(chunk_map({ScheduleKind::zbv, 4, 8, 2}).placement == Placement::v_shape);
-  CHECK(chunk_map({ScheduleKind::interleaved, 4, 8, 2}).placement == Placement::looped);
-  CHECK(chunk_map({ScheduleKind::forward_only, 4, 8, 2, Placement::v_shape}).placement ==
-        Placement::v_shape);
+  CHECK(chunk_map({ScheduleKind::zbv, 4, 8, 2}).placement == ChunkPlacement::v_shape);
+  CHECK(chunk_map({ScheduleKind::interleaved, 4, 8, 2}).placement == ChunkPlacement::looped);
+  CHECK(chunk_map({ScheduleKind::forward_only, 4, 8, 2, ChunkPlacement::v_shape}).placement ==
+        ChunkPlacement::v_shape);
   CHECK(parse_schedule("zbv") == ScheduleKind::zbv);
 }
 
@@ -129,21 +129,21 @@ TEST_CASE("ZB-V bubble with equal F, B, W: max((p-1)/2, 2p-1-m) F, under ZB-H1's
     const Simulation zb = simulate(make_schedule({ScheduleKind::zb_h1, p, m, 1}), {1, 2, 0, 0.5});
     CHECK(zbv.makespan <= zb.makespan + 1e-12);
     if (p > 1 && m >= 2 * p - 1) CHECK(zbv.makespan < zb.makespan);
-    CHECK(zbv.bubble_fraction == doctest::Approx(plan::zbv_bubble_share(p, m)).epsilon(1e-12));
+    CHECK(zbv.bubble_share == doctest::Approx(pp::zbv_bubble_share(p, m)).epsilon(1e-12));
   }
 }
 
 TEST_CASE("ZB-V: validate() names the constraint") {
   CHECK_THROWS_WITH_AS(validate({ScheduleKind::zbv, 4, 3, 2}),
                        "pipeline schedule zbv: needs at least as many microbatches as stages, "
-                       "m >= p (as zb-h1): got 3 microbatches for 4 stages",
+                       "m >= p (Qi et al. 2024): got 3 microbatches for 4 stages",
                        Error);
   CHECK_THROWS_WITH_AS(validate({ScheduleKind::zbv, 2, 4, 1}),
                        "pipeline schedule zbv: takes 2 model chunks per stage, placed in a V (got "
                        "chunks = 1)",
                        Error);
   CHECK_THROWS_AS(validate({ScheduleKind::zbv, 2, 4, 3}), Error);
-  CHECK_THROWS_WITH_AS(validate({ScheduleKind::one_f_one_b, 2, 4, 1, Placement::v_shape}),
+  CHECK_THROWS_WITH_AS(validate({ScheduleKind::one_f_one_b, 2, 4, 1, ChunkPlacement::v_shape}),
                        "pipeline schedule 1f1b: places its chunks looped (the V-shape is zbv's)",
                        Error);
   CHECK_NOTHROW(validate({ScheduleKind::zbv, 4, 4, 2}));
@@ -155,8 +155,8 @@ TEST_CASE("forward-only in the V (evaluation of a ZB-V run): no deadlock, each f
       CAPTURE(p);
       CAPTURE(m);
       const Simulation sim =
-          simulate(make_schedule({ScheduleKind::forward_only, p, m, 2, Placement::v_shape}), {},
-                   Placement::v_shape);
+          simulate(make_schedule({ScheduleKind::forward_only, p, m, 2, ChunkPlacement::v_shape}),
+                   {}, ChunkPlacement::v_shape);
       CHECK_FALSE(sim.deadlock);
       CHECK(static_cast<int>(sim.timeline.intervals.size()) == 2 * p * m);
     }

@@ -72,7 +72,10 @@ TEST_CASE("grid cells: element k of a (rows, cols) matrix past 2^31 is (k / cols
   struct Cell {
     int* row;
     int* col;
-    void operator()(int i, int j) const { *row = i, *col = j; }
+    void operator()(int i, int j) const {
+      *row = i;
+      *col = j;
+    }
   };
   const int rows = 300000, cols = 8192;  // 2.46e9 cells
   int i = -1, j = -1;
@@ -101,7 +104,8 @@ TEST_CASE("Cpu::elementwise runs all of a launch past 2^31 (the last index is re
 
 TEST_CASE("flat-buffer kernels past 2^31: accumulate, bf16 conversion, AdamW, GELU") {
   Reserved<float> a(kPast), b(kPast), m(kPast), v(kPast);
-  a[kPast - 1] = 1.0f, b[kPast - 1] = 2.0f;
+  a[kPast - 1] = 1.0f;
+  b[kPast - 1] = 2.0f;
   backend::accumulate<EndsOnly>(a.data(), b.data(), std::size_t(kPast));
   CHECK(EndsOnly::launched == kPast);
   CHECK(a[kPast - 1] == 3.0f);
@@ -152,7 +156,8 @@ TEST_CASE("grid kernels past 2^31: SwiGLU over (N, F), N * F > 2^31") {
   const int N = 300000, F = 8192;
   Reserved<float> a(Index(N) * F), b(Index(N) * F), out(Index(N) * F);
   const Index last = Index(N) * F - 1;
-  a[last] = 1.0f, b[last] = 2.0f;
+  a[last] = 1.0f;
+  b[last] = 2.0f;
   nn::swiglu_forward<EndsOnly>(out.data(), a.data(), b.data(), N, F, F);
   CHECK(EndsOnly::launched == Index(N) * F);
   CHECK(out[last] == doctest::Approx(2.0 / (1 + std::exp(-1.0))).epsilon(1e-6));  // SiLU(1) * 2

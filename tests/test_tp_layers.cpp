@@ -94,6 +94,13 @@ TEST_CASE("Column- then row-parallel linear equal the unsharded pair, forward an
     }
 }
 
+// N token ids below V: (k step + first) mod V.
+static std::vector<std::int32_t> token_ids(int N, int V, int step, int first) {
+  std::vector<std::int32_t> ids(N);
+  for (int k = 0; k < N; ++k) ids[k] = (k * step + first) % V;
+  return ids;
+}
+
 TEST_CASE("vocab-parallel embedding, LM head and cross-entropy equal the unsharded ones") {
   for (int t : {2, 4})
     for (bool sp : {false, true}) {
@@ -107,8 +114,8 @@ TEST_CASE("vocab-parallel embedding, LM head and cross-entropy equal the unshard
       const ShardLayout vl({V, C}, Placement::Shard(0), t, comm->rank(), Vp);
       const auto wte = random_vector(V * C, 7), wpe = random_vector(seq * C, 8),
                  dh = random_vector(N * C, 9);
-      std::vector<std::int32_t> tokens(N), targets(N);
-      for (int k = 0; k < N; ++k) tokens[k] = (k * 29 + 3) % V, targets[k] = (k * 17 + 66) % V;
+      const std::vector<std::int32_t> tokens = token_ids(N, V, 29, 3),
+                                      targets = token_ids(N, V, 17, 66);
       // unsharded
       std::vector<double> h(N * C, 0), dwte(V * C, 0), dwpe(seq * C, 0), losses(N), probs(N * V),
           logits(N * V);

@@ -97,7 +97,10 @@ TEST_CASE("vocab-parallel embedding and cross-entropy on sharded tensors equal t
       const Matrix<double> wte = random_matrix(V, C, 7), wpe = random_matrix(seq, C, 8),
                            dh = random_matrix(N, C, 9);
       std::vector<std::int32_t> tokens(N), targets(N);
-      for (int k = 0; k < N; ++k) tokens[k] = (k * 29 + 3) % V, targets[k] = (k * 17 + 66) % V;
+      for (int k = 0; k < N; ++k) {
+        tokens[k] = (k * 29 + 3) % V;
+        targets[k] = (k * 17 + 66) % V;
+      }
       // unsharded: h = wte[tokens] + wpe; losses of softmax(h wte^T); gradients of mean loss
       Matrix<double> h = Matrix<double>::Zero(N, C), logits(N, V), probs(N, V), losses(1, N),
                      dwte = Matrix<double>::Zero(V, C), dwpe = Matrix<double>::Zero(seq, C),

@@ -80,33 +80,36 @@ if(TRIDENT_BUILD_EXAMPLES)
   set_tests_properties(cluster.exit_status PROPERTIES TIMEOUT 400 PROCESSORS 8
                        SKIP_REGULAR_EXPRESSION "cannot emulate a cluster here")
 endif()
+# A check of the source tree (cmake/<script>) and <name>.catches, the same check on the fixture
+# tree tests/<name>/, which passes only when its output says `catches` (what it must name).
+function(trident_source_check name script catches)
+  add_test(NAME ${name} COMMAND ${CMAKE_COMMAND} -DROOT=${PROJECT_SOURCE_DIR} -P
+                                ${PROJECT_SOURCE_DIR}/cmake/${script})
+  add_test(NAME ${name}.catches COMMAND ${CMAKE_COMMAND} -DROOT=${PROJECT_SOURCE_DIR}/tests/${name}
+                                        -P ${PROJECT_SOURCE_DIR}/cmake/${script})
+  set_tests_properties(${name}.catches PROPERTIES PASS_REGULAR_EXPRESSION "${catches}")
+endfunction()
 # The layering of include/trident (docs/ARCHITECTURE.md §4): no header includes a folder above
-# its own. layering.catches runs the same check on a fixture tree with three upward includes (a
-# relative one, one from the include root, one in a .cuh) and passes only when it names each.
-add_test(NAME layering COMMAND ${CMAKE_COMMAND} -DROOT=${PROJECT_SOURCE_DIR} -P
-                               ${PROJECT_SOURCE_DIR}/cmake/check_layers.cmake)
-add_test(NAME layering.catches COMMAND ${CMAKE_COMMAND} -DROOT=${PROJECT_SOURCE_DIR}/tests/layering
-                                       -P ${PROJECT_SOURCE_DIR}/cmake/check_layers.cmake)
-set_tests_properties(layering.catches PROPERTIES PASS_REGULAR_EXPRESSION
-                     "reaches_up.cuh:3: #include \"../high/allowed.hpp\".*reaches_up.hpp:3: #include \"../high/allowed.hpp\".*'low' \\(layer 0\\) includes 'high' above it.*reaches_up_angle.hpp:3: #include[ \n]+<trident/high/allowed.hpp>.*3 include\\(s\\) break the layering")
-# Every file a comment or a document names exists (cmake/check_file_names.cmake);
-# file_names.catches runs it on a fixture that names one file that is there and one that is not.
-add_test(NAME file_names COMMAND ${CMAKE_COMMAND} -DROOT=${PROJECT_SOURCE_DIR} -P
-                                 ${PROJECT_SOURCE_DIR}/cmake/check_file_names.cmake)
-add_test(NAME file_names.catches COMMAND ${CMAKE_COMMAND} -DROOT=${PROJECT_SOURCE_DIR}/tests/file_names
-                                         -P ${PROJECT_SOURCE_DIR}/cmake/check_file_names.cmake)
-set_tests_properties(file_names.catches PROPERTIES PASS_REGULAR_EXPRESSION
-                     "docs/notes\\.md: names zero/renamed_store\\.hpp,.*1 name\\(s\\) of files")
+# its own. The fixture has three upward includes (a relative one, one from the include root, one
+# in a .cuh).
+trident_source_check(layering check_layers.cmake
+  "reaches_up.cuh:3: #include \"../high/allowed.hpp\".*reaches_up.hpp:3: #include \"../high/allowed.hpp\".*'low' \\(layer 0\\) includes 'high' above it.*reaches_up_angle.hpp:3: #include[ \n]+<trident/high/allowed.hpp>.*3 include\\(s\\) break the layering")
+# The rules of the code a compiler does not check (cmake/check_code_rules.cmake): no header
+# outside zero/policy.hpp compares a ZeRO stage's number, none outside pp/schedule{,_traits}.hpp a
+# schedule's kind, none chains statements with the comma operator. The fixture: two ZeRO lines
+# (one each way round) next to a pipeline stage, a longer name, a comment and the policy's own
+# header; two schedule lines (a comparison, a case) next to an assignment and the traits' own
+# header; two comma chains next to a declaration, a call and a comment: the six, no more.
+trident_source_check(code_rules check_code_rules.cmake
+  "chained.hpp:5: c.tp = 2, c.pp = 4.*chained.hpp:6: n [+]= c.tp, [+][+]n.*rederives.hpp:4: if \\(c.zero < 3\\).*rederives.hpp:5: if \\(1 == c.policy.stage\\).*schedule_facts.hpp:4: if \\(o.schedule ==[ \n]+pp::ScheduleKind::zbv\\).*schedule_facts.hpp:5: switch.*ScheduleKind::gpipe.*6 line\\(s\\) break a rule")
+# Every file a comment or a document names exists (cmake/check_file_names.cmake); the fixture
+# names one file that is there and one that is not.
+trident_source_check(file_names check_file_names.cmake
+  "docs/notes\\.md: names zero/renamed_store\\.hpp,.*1 name\\(s\\) of files")
+# No function over 60 lines (docs/ARCHITECTURE.md: small functions; the listed exceptions carry
+# their reason in cmake/check_function_length.cmake); the fixture has one 83-line function.
+trident_source_check(function_length check_function_length.cmake
+  "include/too_long.hpp:7: too_long\\(\\) is 83 lines, over 60")
 add_subdirectory(cuda)
 
-# No function over 60 lines (docs/ARCHITECTURE.md: small functions; the listed exceptions carry their
-# reason in cmake/check_function_length.cmake). function_length.catches runs the check on a
-# fixture with one 83-line function and passes only when the check names it.
-add_test(NAME function_length COMMAND ${CMAKE_COMMAND} -DROOT=${PROJECT_SOURCE_DIR} -P
-                                      ${PROJECT_SOURCE_DIR}/cmake/check_function_length.cmake)
-add_test(NAME function_length.catches
-         COMMAND ${CMAKE_COMMAND} -DROOT=${PROJECT_SOURCE_DIR}/tests/function_length -P
-                 ${PROJECT_SOURCE_DIR}/cmake/check_function_length.cmake)
-set_tests_properties(function_length.catches PROPERTIES PASS_REGULAR_EXPRESSION
-                     "include/too_long.hpp:7: too_long\\(\\) is 83 lines, over 60")
 include(guide.cmake)

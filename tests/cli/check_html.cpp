@@ -26,7 +26,10 @@ namespace {
 using nlohmann::json;
 int failures = 0;
 void expect(bool ok, const std::string& what) {
-  if (!ok) std::fprintf(stderr, "FAILED: %s\n", what.c_str()), ++failures;
+  if (!ok) {
+    std::fprintf(stderr, "FAILED: %s\n", what.c_str());
+    ++failures;
+  }
 }
 
 // (series, x) -> y of every point drawn; (label, series) -> value of every bar segment
@@ -79,8 +82,10 @@ void check_comparison(const json& page) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 2 && argc != 3)
-    return std::fprintf(stderr, "usage: check_html DOM.html [REPORT.json]\n"), 2;
+  if (argc != 2 && argc != 3) {
+    std::fprintf(stderr, "usage: check_html DOM.html [REPORT.json]\n");
+    return 2;
+  }
   std::stringstream dom;
   dom << std::ifstream(argv[1]).rdbuf();
   expect(dom.str().find("data-ready=\"yes\"") != std::string::npos, "the page's script ran");
@@ -95,7 +100,8 @@ int main(int argc, char** argv) {
   try {
     std::ifstream(argv[2]) >> j;
   } catch (const std::exception& e) {
-    return std::fprintf(stderr, "cannot read %s: %s\n", argv[2], e.what()), 2;
+    std::fprintf(stderr, "cannot read %s: %s\n", argv[2], e.what());
+    return 2;
   }
   expect(page == j, "the page carries the report whole");
   expect(dom.str().find("data-steps=\"" + std::to_string(j.at("losses").size()) + "\"") !=

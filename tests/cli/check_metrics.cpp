@@ -22,7 +22,10 @@ using nlohmann::json;
 int failures = 0;
 
 void expect(bool ok, const std::string& what) {
-  if (!ok) std::fprintf(stderr, "FAILED: %s\n", what.c_str()), ++failures;
+  if (!ok) {
+    std::fprintf(stderr, "FAILED: %s\n", what.c_str());
+    ++failures;
+  }
 }
 bool close(double a, double b, double tol = 1e-12) {
   return std::abs(a - b) <= tol * std::max({1.0, std::abs(a), std::abs(b)});
@@ -84,7 +87,10 @@ void check_measured(const json& report, const std::vector<json>& steps, bool eva
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) return std::fprintf(stderr, "usage: check_metrics METRICS.jsonl REPORT.json\n"), 2;
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: check_metrics METRICS.jsonl REPORT.json\n");
+    return 2;
+  }
   json report;
   std::vector<json> steps, evals;
   try {
@@ -93,7 +99,8 @@ int main(int argc, char** argv) {
     for (std::string line; std::getline(in, line);)
       (json::parse(line).contains("val_loss") ? evals : steps).push_back(json::parse(line));
   } catch (const std::exception& e) {
-    return std::fprintf(stderr, "cannot read: %s\n", e.what()), 2;
+    std::fprintf(stderr, "cannot read: %s\n", e.what());
+    return 2;
   }
   const json& losses = report.at("losses");
   expect(steps.size() == losses.size(), std::to_string(steps.size()) + " step lines, " +

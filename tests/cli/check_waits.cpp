@@ -14,19 +14,26 @@
 #include <vector>
 
 int main(int argc, char** argv) {
-  if (argc != 3) return std::fprintf(stderr, "usage: check_waits REPORT.json SLOW_RANK\n"), 2;
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: check_waits REPORT.json SLOW_RANK\n");
+    return 2;
+  }
   nlohmann::json report;
   try {
     std::ifstream(argv[1]) >> report;
   } catch (const std::exception& e) {
-    return std::fprintf(stderr, "cannot read %s: %s\n", argv[1], e.what()), 2;
+    std::fprintf(stderr, "cannot read %s: %s\n", argv[1], e.what());
+    return 2;
   }
   const int slow = std::atoi(argv[2]);
   const nlohmann::json& ranks = report.at("waits").at("ranks");
   const int n = static_cast<int>(ranks.size());
   int failures = 0;
   auto expect = [&](bool ok, const std::string& what) {
-    if (!ok) std::fprintf(stderr, "FAILED: %s\n", what.c_str()), ++failures;
+    if (!ok) {
+      std::fprintf(stderr, "FAILED: %s\n", what.c_str());
+      ++failures;
+    }
   };
   std::vector<double> waited_for(std::size_t(n), 0.0);
   for (int r = 0; r < n; ++r) {

@@ -93,7 +93,7 @@ trident_cli_error(zb_h1_recompute RANKS 2 PROGRAM train_gpt ARGS ${tiny} --pp 2
   EXPECT "zb-h1 cannot honour --recompute: its W pass (weight gradients) runs after B and needs the block activations that full recomputation drops after B; use 1f1b with --recompute")
 trident_cli_error(zbv_microbatches RANKS 2 PROGRAM train_gpt ARGS ${tiny} --layers 4 --pp 2
   --schedule zbv --microbatches 1
-  EXPECT "pipeline schedule zbv: needs at least as many microbatches as stages, m >= p (as zb-h1): got 1 microbatches for 2 stages")
+  EXPECT "pipeline schedule zbv: needs at least as many microbatches as stages, m >= p (Qi et al. 2024): got 1 microbatches for 2 stages")
 trident_cli_error(zbv_virtual_stages RANKS 2 PROGRAM train_gpt ARGS ${tiny} --layers 6 --pp 2
   --schedule zbv --virtual-stages 3 --microbatches 2
   EXPECT "zbv runs 2 model chunks per pipeline rank, placed in a V: --virtual-stages must be 2 (got 3)")
@@ -106,6 +106,10 @@ trident_cli_error(zbv_pp_layers RANKS 2 PROGRAM train_gpt ARGS ${tiny} --layers 
 trident_cli_error(zbv_recompute RANKS 2 PROGRAM train_gpt ARGS ${tiny} --layers 4 --pp 2
   --schedule zbv --microbatches 2 --recompute full
   EXPECT "zbv cannot honour --recompute: its W pass (weight gradients) runs after B and needs the block activations that full recomputation drops after B; use 1f1b with --recompute")
+# the pipeline's message tags stay below the tied gradients' tag (core/message_tags.hpp)
+trident_cli_error(pipeline_tags RANKS 2 PROGRAM train_gpt ARGS ${tiny} --pp 2 --microbatches 16001
+  --batch 16001
+  EXPECT "too many microbatches for the pipeline's message tags: 2 x 1 model chunks x 16001 microbatches = 32002 tags, at most 32000 (the tied gradients' tag, core/message_tags.hpp)")
 trident_cli_error(batch_not_divisible RANKS 2 PROGRAM train_gpt ARGS ${tiny} --dp 2 --batch 5
   EXPECT "the global batch of 5 sequences is not divisible by DP=2 x 1 microbatches")
 trident_cli_error(unknown_zero_stage RANKS 2 PROGRAM train_gpt ARGS ${tiny} --zero 4
@@ -409,7 +413,7 @@ endif()
 trident_cli_error(device_unknown RANKS 2 PROGRAM train_gpt ARGS ${tiny} --device gpu
   EXPECT "--device: expected cpu, emulated or cuda, got 'gpu'")
 # A device too small for the model states: one Error on every rank naming the device, the bytes
-# asked for and what holds the rest (backend/caching_allocator.hpp, train/trainer.hpp).
+# asked for and what holds the rest (backend/caching_allocator.hpp, train/model_states.hpp).
 trident_cli_error(emulated_out_of_memory RANKS 2 PROGRAM train_gpt ARGS ${tiny} --hidden 64
   --vocab 4096 --tp 2 --device emulated ENV TRIDENT_EMULATED_MEMORY=256K
   EXPECT "emulated device (262144 bytes, TRIDENT_EMULATED_MEMORY): out of memory: asked for ")

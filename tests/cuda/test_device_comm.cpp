@@ -80,7 +80,10 @@ std::vector<double> run_collectives(const Comm& comm, CollectivePath path, std::
     DeviceRequest b = dc.ireduce_scatter_in_place(rs_d.data(), rs_d.size());
     DeviceRequest c = dc.iall_gather_in_place(ag_d.data(), ag_d.size());
     DeviceRequest d = dc.iall_gather(shard_d.data(), ag2_d.data(), n);
-    a.wait(), b.wait(), c.wait(), d.wait();
+    a.wait();
+    b.wait();
+    c.wait();
+    d.wait();
   }
   if (p > 1) {  // send to the next rank, receive from the previous
     DeviceRequest in = dc.irecv(got_d.data(), n, (r + p - 1) % p, 5);

@@ -12,6 +12,7 @@
 
 #include "../model_parity.hpp"
 #include "../parity.hpp"
+#include "../small_model.hpp"
 
 using trident::backend::Cuda;
 using namespace trident;
@@ -28,10 +29,10 @@ TEST_CASE("GPT-2 on the GPU, float and bf16 storage: within their rounding of th
 }
 
 TEST_CASE("Llama on the GPU, double: every loss and parameter within 1e-10 of the CPU run") {
-  llama::Config c;
-  c.vocab = 67, c.seq = 16, c.layers = 4, c.hidden = 32, c.heads = 4, c.kv_heads = 2, c.seed = 7;
+  const llama::Config c = test::small_llama();
   TrainOptions o;
-  o.batch = 8, o.optimizer = test::small_optimizer();
+  o.batch = 8;
+  o.optimizer = test::small_optimizer();
   const TokenSource data = TokenSource::synthetic(c.vocab);
   llama::Trainer<double, double, Cuda> gpu(test::world(), llama::Model(c), o, data);
   llama::Trainer<double> cpu(test::world(), llama::Model(c), o, data);

@@ -34,13 +34,15 @@ inline Crossings& crossings() {
 // device: (n) <- host: (n); host -> device, counted.
 template <class B, class T>
 void upload(T* device, const T* host, std::size_t n) {
-  crossings().uploads += 1, crossings().upload_bytes += n * sizeof(T);
+  crossings().uploads += 1;
+  crossings().upload_bytes += n * sizeof(T);
   B::to_device(device, host, n * sizeof(T));
 }
 // host: (n) <- device: (n); device -> host, counted.
 template <class B, class T>
 void download(T* host, const T* device, std::size_t n) {
-  crossings().downloads += 1, crossings().download_bytes += n * sizeof(T);
+  crossings().downloads += 1;
+  crossings().download_bytes += n * sizeof(T);
   B::to_host(host, device, n * sizeof(T));
 }
 // A whole buffer (host: d.size() elements).

@@ -9,15 +9,12 @@
 
 #include "../core/comm.hpp"
 #include "../core/flight_recorder.hpp"
+#include "../core/median.hpp"
 #include "cpu/gemm.hpp"
 
 namespace trident::backend {
 
 namespace detail {
-inline double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // The slowest rank's seconds for f(), started together after a barrier; median of `reps`.
 template <class F>

@@ -9,10 +9,12 @@
 //                                                 of a microbatch (train/waits.hpp names it)
 //
 // A missing rank= or step= matches any. The code that owns a fault asks armed(kind, rank, step)
-// at the point where the fault happens; the variable is read once, so asking is cheap.
+// at the point where the fault happens (a training step's through StepFaults); the variable is
+// read once, so asking is cheap.
 #pragma once
 
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -123,5 +125,22 @@ inline void before_forward(int rank, int step) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 }
+
+// The faults of one rank's training step (train/trainer.hpp), asked where they happen: before
+// each forward pass of a microbatch (before_forward's), and on the rank's shares of the loss
+// (nan-loss) and of the gradient norm's sum of squares (nan-grad), NaN when armed, before they
+// are all-reduced.
+class StepFaults {
+ public:
+  StepFaults(int rank, int step) : rank_(rank), step_(step) {}
+  void before_forward() const { fault::before_forward(rank_, step_); }
+  double loss(double share) const { return armed("nan-loss", rank_, step_) ? std::nan("") : share; }
+  double squares(double share) const {
+    return armed("nan-grad", rank_, step_) ? std::nan("") : share;
+  }
+
+ private:
+  int rank_, step_;
+};
 
 }  // namespace trident::fault

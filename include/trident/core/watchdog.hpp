@@ -36,6 +36,7 @@
 
 #include "error.hpp"
 #include "flight_recorder.hpp"
+#include "message_tags.hpp"
 
 namespace trident {
 
@@ -54,7 +55,6 @@ inline MPI_Comm& channel() {
   static MPI_Comm comm = MPI_COMM_NULL;
   return comm;
 }
-constexpr int kTag = 7;
 constexpr double kPollAfter = 0.05, kPollEvery = 0.01, kCollect = 2.0, kLinger = 1.0;
 
 // An announcement: this fixed part, then `groups` pairs (key, collectives started).
@@ -90,12 +90,14 @@ inline bool receive(std::map<int, Heard>& heard) {
   const MPI_Comm c = channel();
   int flag = 0;
   MPI_Status st;
-  if (c == MPI_COMM_NULL || MPI_Iprobe(MPI_ANY_SOURCE, kTag, c, &flag, &st) != MPI_SUCCESS || !flag)
+  if (c == MPI_COMM_NULL ||
+      MPI_Iprobe(MPI_ANY_SOURCE, message_tags::kWatchdog, c, &flag, &st) != MPI_SUCCESS || !flag)
     return false;
   int bytes = 0;
   MPI_Get_count(&st, MPI_BYTE, &bytes);
   std::vector<char> buf(std::size_t(std::max(bytes, 0)));
-  MPI_Recv(buf.data(), bytes, MPI_BYTE, st.MPI_SOURCE, kTag, c, MPI_STATUS_IGNORE);
+  MPI_Recv(buf.data(), bytes, MPI_BYTE, st.MPI_SOURCE, message_tags::kWatchdog, c,
+           MPI_STATUS_IGNORE);
   if (buf.size() < sizeof(Announcement)) return true;
   Heard h;
   std::memcpy(&h.a, buf.data(), sizeof(Announcement));
@@ -216,7 +218,8 @@ inline std::string report(const Announcement& me, const Waiting& w,
     for (int r = 0; r < n; ++r)
       if (r != me) {
         sends.emplace_back(MPI_REQUEST_NULL);
-        MPI_Isend(message.data(), int(message.size()), MPI_BYTE, r, kTag, channel(), &sends.back());
+        MPI_Isend(message.data(), int(message.size()), MPI_BYTE, r, message_tags::kWatchdog,
+                  channel(), &sends.back());
       }
   std::map<int, Heard>& heard = inbox();
   const timespec nap{0, 1000000};

@@ -34,6 +34,7 @@
 #include "../core/comm.hpp"
 #include "../core/matrix.hpp"
 #include "../core/memory.hpp"
+#include "../core/message_tags.hpp"
 #include "../cp/attention.hpp"
 #include "../nn/nn.hpp"
 #include "../optim/adamw.hpp"
@@ -50,8 +51,12 @@ struct LinearFit {
 inline LinearFit fit_line(const std::vector<double>& bytes, const std::vector<double>& seconds) {
   const double n = double(bytes.size());
   double sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (std::size_t i = 0; i < bytes.size(); ++i)
-    sx += bytes[i], sy += seconds[i], sxx += bytes[i] * bytes[i], sxy += bytes[i] * seconds[i];
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    sx += bytes[i];
+    sy += seconds[i];
+    sxx += bytes[i] * bytes[i];
+    sxy += bytes[i] * seconds[i];
+  }
   const double slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
   LinearFit f;
   f.bandwidth = slope > 0 ? 1 / slope : 0;
@@ -233,8 +238,9 @@ LinearFit measure_call(const Comm& world, CommOp op, int group,
     if (op == CommOp::all_reduce) g.all_reduce(all);
     if (op == CommOp::reduce_scatter) g.reduce_scatter(Span<const float>(all), part);
     if (op == CommOp::all_gather) g.all_gather(Span<const float>(part), all);
-    if (op == CommOp::send && g.rank() == 0) g.send(Span<const float>(all), 1, 0);
-    if (op == CommOp::send && g.rank() == 1) g.recv(all, 0, 0);
+    if (op == CommOp::send && g.rank() == 0)
+      g.send(Span<const float>(all), 1, message_tags::kCalibration);
+    if (op == CommOp::send && g.rank() == 1) g.recv(all, 0, message_tags::kCalibration);
   });
 }
 

@@ -17,6 +17,7 @@
 
 #include <vector>
 
+#include "../core/message_tags.hpp"
 #include "../plan/communication.hpp"
 #include "../train/report.hpp"
 #include "predict.hpp"
@@ -88,14 +89,13 @@ inline AxisFigures inter_node_bytes(const gpt2::Options& o, const std::vector<Ra
     x.tp += nodes.crossing_bytes(CommOp::all_reduce, f.tp, g);
   });
   axis('d', [&](const auto& g, const Traffic& f) {
-    if (o.zero.stage == 0) {
+    if (o.zero.all_reduces_gradients()) {
       x.dp += nodes.crossing_bytes(CommOp::all_reduce, f.dp, g);
       return;
     }
     const int stage = int(g[0] / (s.tp * s.dp));
-    const bool per_mb = o.zero.stage >= 2 && o.zero.reduce == GradReduce::per_microbatch;
-    const double scatter =
-        (per_mb ? o.microbatches : 1) * stage_parameters(o, stage) * p.grad_bytes;
+    const double scatter = (o.zero.reduces_per_microbatch() ? o.microbatches : 1) *
+                           stage_parameters(o, stage) * p.grad_bytes;
     x.dp += nodes.crossing_bytes(CommOp::reduce_scatter, scatter, g) +
             nodes.crossing_bytes(CommOp::all_gather, f.dp - scatter, g);
   });
@@ -123,8 +123,8 @@ inline LinearFit measure_link(const Comm& world, const InterNode& nodes, double 
   for (std::size_t size : {largest / 16, largest / 4, largest}) {
     std::vector<char> out(size, 1), in(size);
     seconds.push_back(detail::time_together(world, 5, [&] {
-      Request r = world.irecv(Span<char>(in), partner, 7);
-      world.isend(Span<const char>(out), partner, 7).wait();
+      Request r = world.irecv(Span<char>(in), partner, message_tags::kInterNodeProbe);
+      world.isend(Span<const char>(out), partner, message_tags::kInterNodeProbe).wait();
       r.wait();
     }));
     bytes.push_back(double(size) * n);

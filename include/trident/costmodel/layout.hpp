@@ -111,11 +111,18 @@ inline void add_mesh_layouts(std::vector<gpt2::Options>& out, int& refused,
       for (bool sp : {false, true})
         for (Recompute r : {Recompute::none, Recompute::full})
           for (int zero : s.zero_stages) {
-            if (rows % m || (sp && mesh.tp == 1) || (zero > 0 && mesh.dp * mesh.cp == 1)) continue;
+            // a stage that shards over a group of one is stage 0
+            const bool shards = ZeroPolicy{zero}.shards_optimizer();
+            if (rows % m || (sp && mesh.tp == 1) || (shards && mesh.dp * mesh.cp == 1)) continue;
             gpt2::Options o = base;
-            o.mesh = mesh, o.microbatches = m, o.schedule = schedule, o.sequence_parallel = sp;
-            o.recompute = r, o.zero.stage = zero, o.pp_layers.clear();
-            o.virtual_stages = schedule == K::interleaved || schedule == K::zbv ? 2 : 1;
+            o.mesh = mesh;
+            o.microbatches = m;
+            o.schedule = schedule;
+            o.sequence_parallel = sp;
+            o.recompute = r;
+            o.zero.stage = zero;
+            o.pp_layers.clear();
+            o.virtual_stages = pp::traits(schedule).min_chunks;
             try {
               validate(o, world);
             } catch (const Error&) {
@@ -159,7 +166,8 @@ inline LayoutChoice rank_layouts(const Comm& world, const gpt2::Options& base,
                             std::to_string(base.model.layers) + " layers, " +
                             std::to_string(base.model.seq) + " tokens and batch of " +
                             std::to_string(base.batch));
-  c.valid = int(all.size()), c.memory_limit = s.memory_limit;
+  c.valid = int(all.size());
+  c.memory_limit = s.memory_limit;
   LayoutCandidate smallest;
   for (const gpt2::Options& o : all) {
     const PredictedPeak peak = predicted_peak(o, p);
@@ -180,7 +188,8 @@ inline LayoutChoice rank_layouts(const Comm& world, const gpt2::Options& base,
     k.predicted_s = predict(k.options, p, cal.machine(world, k.options)).step_s;
   cache.save(world);
   c.calibration_s = world.all_reduce_value(trident::detail::now_seconds() - started, ReduceOp::max);
-  c.calibration_reused = cache.reused(), c.calibration_measured = cache.measured();
+  c.calibration_reused = cache.reused();
+  c.calibration_measured = cache.measured();
   c.calibration_cache = s.calibration_cache;
   std::stable_sort(c.fitting.begin(), c.fitting.end(),
                    [](const LayoutCandidate& a, const LayoutCandidate& b) {
@@ -198,7 +207,10 @@ void measure_layout(const Comm& world, LayoutCandidate& x, const TokenSource& da
   x.measured_s = m.step_s;
   for (const RankFigures& r : m.report.ranks) {
     const double total = r.parameters + r.gradients + r.optimizer + r.activations + r.buffers;
-    if (total > x.measured_peak) x.measured_peak = total, x.measured_buffers = r.buffers;
+    if (total > x.measured_peak) {
+      x.measured_peak = total;
+      x.measured_buffers = r.buffers;
+    }
   }
 }
 

@@ -52,14 +52,18 @@ class LayoutCalibration {
     const auto key = std::make_tuple(o.mesh.tp, o.mesh.cp, int(o.cp_split), shape.n < shape.N());
     if (!compute_.count(key)) {
       LayerShape one = shape;
-      one.B = 1, one.n = shape.n / sequences;
+      one.B = 1;
+      one.n = shape.n / sequences;
       compute_[key] = compute(world, one);
     }
     Calibration c = compute_.at(key);
-    c.layer_kernels_s *= sequences, c.head_kernels_s *= sequences;
+    c.layer_kernels_s *= sequences;
+    c.head_kernels_s *= sequences;
     calls(world, calls_, after_calls(o), c.gemm_flops, 0);
     calls(world, loop_calls_, loop_calls(o), c.gemm_flops, kGap);
-    c.calls = calls_, c.loop_calls = loop_calls_, c.gap_s = kGap;
+    c.calls = calls_;
+    c.loop_calls = loop_calls_;
+    c.gap_s = kGap;
     return link_ > 0 ? over_link(measured_machine(c), o, nodes_, link_) : measured_machine(c);
   }
 
@@ -76,8 +80,12 @@ class LayoutCalibration {
       what += " " + std::to_string(x);
     Calibration c;
     if (auto v = cache_.find(what, 6)) {
-      c.ranks = int((*v)[0]), c.gemm_flops = (*v)[1], c.layer_kernels_s = (*v)[2];
-      c.head_kernels_s = (*v)[3], c.fill_bytes = (*v)[4], c.adamw_rate = (*v)[5];
+      c.ranks = int((*v)[0]);
+      c.gemm_flops = (*v)[1];
+      c.layer_kernels_s = (*v)[2];
+      c.head_kernels_s = (*v)[3];
+      c.fill_bytes = (*v)[4];
+      c.adamw_rate = (*v)[5];
       return c;
     }
     c = calibrate_compute(world, one);

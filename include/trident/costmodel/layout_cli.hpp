@@ -91,9 +91,13 @@ inline void apply_layout_auto(const Comm& world, const cli::App& app, gpt2::Opti
                                      : choose_layout<float, float>(world, o, data, s);
   if (world.rank() == 0) print_layout_choice(*f.choice, world.size());
   const gpt2::Options& chosen = f.choice->chosen();
-  o.mesh = chosen.mesh, o.zero.stage = chosen.zero.stage, o.schedule = chosen.schedule;
-  o.microbatches = chosen.microbatches, o.virtual_stages = chosen.virtual_stages;
-  o.sequence_parallel = chosen.sequence_parallel, o.recompute = chosen.recompute;
+  o.mesh = chosen.mesh;
+  o.zero.stage = chosen.zero.stage;
+  o.schedule = chosen.schedule;
+  o.microbatches = chosen.microbatches;
+  o.virtual_stages = chosen.virtual_stages;
+  o.sequence_parallel = chosen.sequence_parallel;
+  o.recompute = chosen.recompute;
   o.pp_layers = chosen.pp_layers;
 }
 

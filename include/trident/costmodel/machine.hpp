@@ -55,8 +55,11 @@ struct Machine {
 inline Machine measured_machine(const Calibration& c) {
   Machine m;
   m.name = "this machine, measured with " + std::to_string(c.ranks) + " ranks at once";
-  m.gemm_flops = c.gemm_flops, m.fill_bytes = c.fill_bytes, m.adamw_rate = c.adamw_rate;
-  m.layer_kernels_s = c.layer_kernels_s, m.head_kernels_s = c.head_kernels_s;
+  m.gemm_flops = c.gemm_flops;
+  m.fill_bytes = c.fill_bytes;
+  m.adamw_rate = c.adamw_rate;
+  m.layer_kernels_s = c.layer_kernels_s;
+  m.head_kernels_s = c.head_kernels_s;
   m.measured = c;
   return m;
 }

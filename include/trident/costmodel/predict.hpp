@@ -64,7 +64,7 @@ struct StagePrediction {
 
 struct Prediction {
   std::vector<StagePrediction> stages;  // by pipeline stage
-  double bubble_formula = 0;            // plan::bubble_share: (p-1)/(v m + p-1)
+  double bubble_formula = 0;            // the schedule's bubble share (pp/schedule_traits.hpp)
   double pipeline_s = 0, after_s = 0, step_s = 0;
   CrossesNodes crosses;  // which axes' groups span nodes (cluster machines)
 };
@@ -89,7 +89,8 @@ inline MicrobatchWork microbatch_work(const gpt2::Options& o, const Precision& p
   const ActivationShape a = activation_shape(o);
   const double e = p.activation_bytes, tp = o.mesh.tp;
   MicrobatchWork w;
-  w.act = a.N * a.C * e, w.rows = a.N * e;
+  w.act = a.N * a.C * e;
+  w.rows = a.N * e;
   w.message = w.act / (o.sequence_parallel && tp > 1 ? tp : 1);
   w.kv_block = 2 * a.N * a.Cl * e;
   // Narayanan et al. 2021 §5.1, one TP and CP rank's share: forward, backward (twice),
@@ -140,10 +141,13 @@ inline double add_tp_calls(StagePrediction& st, const ChunkUnits& k, const gpt2:
   // under SP each all-reduce is an all-gather and a reduce-scatter, each counting the buffer
   double bytes = n * w.act * (o.sequence_parallel ? 2 : 1),
          sec = n * machine.seconds(CommOp::all_reduce, tp, w.act, crosses, true);
-  if (k.head)
-    bytes += 3 * w.rows, sec += machine.seconds(CommOp::all_reduce, tp, w.rows, crosses, true) +
-                                machine.seconds(CommOp::all_reduce, tp, 2 * w.rows, crosses, true);
-  st.bytes.tp += m * bytes, st.seconds.tp += m * sec;
+  if (k.head) {
+    bytes += 3 * w.rows;
+    sec += machine.seconds(CommOp::all_reduce, tp, w.rows, crosses, true) +
+           machine.seconds(CommOp::all_reduce, tp, 2 * w.rows, crosses, true);
+  }
+  st.bytes.tp += m * bytes;
+  st.seconds.tp += m * sec;
   if (o.sequence_parallel) {
     double replicated = 0;
     for (const UnitSize& u : k.units)
@@ -151,8 +155,9 @@ inline double add_tp_calls(StagePrediction& st, const ChunkUnits& k, const gpt2:
                     : u.name == "wpe"  ? double(o.model.seq) * o.model.hidden
                     : u.name == "ln_f" ? 2.0 * o.model.hidden
                                        : 0.0;
-    const double b = replicated / (o.zero.stage >= 1 ? zero_group(o) : 1) * p.grad_bytes;
-    st.bytes.tp += b, st.after_s += machine.seconds(CommOp::all_reduce, tp, b, crosses);
+    const double b = replicated / (o.zero.reduces_to_owners() ? zero_group(o) : 1) * p.grad_bytes;
+    st.bytes.tp += b;
+    st.after_s += machine.seconds(CommOp::all_reduce, tp, b, crosses);
   }
   return sec;
 }
@@ -165,7 +170,8 @@ inline double add_pp_calls(StagePrediction& st, int g, const gpt2::Options& o,
   const double boundaries = (g > 0) + (g < o.mesh.pp * o.virtual_stages - 1);
   const double sec =
       boundaries > 0 ? boundaries * machine.seconds(CommOp::send, 2, w.message, crosses, true) : 0;
-  st.bytes.pp += o.microbatches * boundaries * w.message, st.seconds.pp += o.microbatches * sec;
+  st.bytes.pp += o.microbatches * boundaries * w.message;
+  st.seconds.pp += o.microbatches * sec;
   return sec;
 }
 
@@ -178,7 +184,8 @@ inline double add_cp_calls(StagePrediction& st, const ChunkUnits& k, const gpt2:
   const double passes = o.recompute == Recompute::full ? 4 : 3;  // forward, 2 backward, again
   const double bytes = k.attention * passes * (o.mesh.cp - 1) * w.kv_block;
   const double sec = machine.measured ? 0 : machine.seconds(CommOp::send, 2, bytes, crosses);
-  st.bytes.cp += o.microbatches * bytes, st.seconds.cp += o.microbatches * sec;
+  st.bytes.cp += o.microbatches * bytes;
+  st.seconds.cp += o.microbatches * sec;
   return sec;
 }
 
@@ -189,7 +196,7 @@ struct DpCalls {
 };
 
 // Unit u of chunk k on pipeline rank s: the tied embedding's gradient (PP > 1) or a split
-// layer's (train/trainer.hpp, sum_tied_gradients), and the unit's DP calls (ZeRO §7.2,
+// layer's (train/ties.hpp, sum_tied_gradients), and the unit's DP calls (ZeRO §7.2,
 // plan::zero_dp_bytes: reductions once after the pipeline or per microbatch, ZeRO-3's gathers
 // before each forward and backward that read it), their bytes added to st.
 inline void add_unit_calls(StagePrediction& st, DpCalls& calls, const UnitSize& u,
@@ -198,7 +205,7 @@ inline void add_unit_calls(StagePrediction& st, DpCalls& calls, const UnitSize& 
   const ZeroPolicy& z = o.zero;
   const int dp = zero_group(o), m = o.microbatches;
   const double b = u.padded * p.param_bytes;
-  const double held = u.padded / (z.stage == 0 ? 1 : dp) * p.grad_bytes;  // of its gradient
+  const double held = u.padded / (z.reduces_to_owners() ? dp : 1) * p.grad_bytes;  // reduced
   const bool split = u.tied_rank >= 0 && u.tied_rank != s;  // the other copy on another rank
   const bool ends = std::min(s, u.tied_rank) == 0 && std::max(s, u.tied_rank) == o.mesh.pp - 1;
   const pp::ChunkMap map = o.chunk_map();
@@ -206,28 +213,30 @@ inline void add_unit_calls(StagePrediction& st, DpCalls& calls, const UnitSize& 
   const bool wte_apart = u.name == "wte" && map.rank(0) != map.rank(last);  // not ZB-V's
   if ((o.mesh.pp > 1 && wte_apart) || (split && ends)) {
     // tied copies on the first and the last stage: summed over the embedding group
-    st.bytes.emb += held,
-        st.seconds.emb += machine.seconds(CommOp::all_reduce, 2, held, pp_crosses);
+    st.bytes.emb += held;
+    st.seconds.emb += machine.seconds(CommOp::all_reduce, 2, held, pp_crosses);
   } else if (split) {  // a layer split between neighbours: sent to the other, after the pipeline
     const double sec = machine.seconds(CommOp::send, 2, held, pp_crosses);
-    st.bytes.pp += held, st.seconds.pp += sec, st.after_s += sec;
+    st.bytes.pp += held;
+    st.seconds.pp += sec;
+    st.after_s += sec;
   }
   if (dp == 1) return;
-  const bool per_mb = z.stage >= 2 && z.reduce == GradReduce::per_microbatch;
+  const bool per_mb = z.reduces_per_microbatch();
   (per_mb ? calls.scatter : calls.reduce).push_back(b);
   // a tied unit read by the embedding and the head of one chunk is gathered twice; the
   // embedding's backward reads no parameters
   const bool tied_here = u.name == "wte" && k.embedding && k.head;
   const bool embedding_only = k.embedding && (u.name == "wpe" || (u.name == "wte" && !k.head));
   const int fwd = tied_here ? 2 : 1, bwd = embedding_only ? 0 : 1;
-  const bool gathers = z.stage == 3 && !z.keep_gathered;
-  if (!gathers && z.stage >= 1) calls.publish.push_back(b);
+  const bool gathers = z.gathers_per_microbatch();
+  if (z.gathers_once_per_step()) calls.publish.push_back(b);
   if (gathers) {
     for (int n = 0; n < fwd; ++n) calls.gather_fwd.push_back(b);
     for (int n = 0; n < bwd; ++n) calls.gather_bwd.push_back(b);
   }
   st.bytes.dp +=
-      plan::zero_dp_bytes(z.stage, b, b, per_mb ? m : 1, gathers ? m * (fwd + bwd) * b : b).total();
+      plan::zero_dp_bytes(z, b, b, per_mb ? m : 1, gathers ? m * (fwd + bwd) * b : b).total();
 }
 
 // ZeRO-2/3's per-microbatch calls are started ahead of their use (the next unit's gather
@@ -241,7 +250,7 @@ inline std::pair<double, double> dp_seconds(StagePrediction& st, const DpCalls& 
   const double loop = machine.seconds(CommOp::all_gather, dp, calls.gather_fwd, crosses, true) +
                       machine.seconds(CommOp::all_gather, dp, calls.gather_bwd, crosses, true) +
                       machine.seconds(CommOp::reduce_scatter, dp, calls.scatter, crosses, true);
-  const CommOp reduce = o.zero.stage == 0 ? CommOp::all_reduce : CommOp::reduce_scatter;
+  const CommOp reduce = o.zero.reduces_to_owners() ? CommOp::reduce_scatter : CommOp::all_reduce;
   const double after = machine.seconds(reduce, dp, calls.reduce, crosses) +
                        machine.seconds(CommOp::all_gather, dp, calls.publish, crosses);
   st.seconds.dp += o.microbatches * loop + after;
@@ -274,7 +283,7 @@ inline StagePrediction predict_stage(const gpt2::Options& o, const Precision& p,
   calls_mb += loop_dp;
   st.compute_s = m * compute_mb;
   st.microbatch_s = compute_mb + calls_mb;
-  const double owned = stage_parameters(o, s) / (o.zero.stage >= 1 ? dp : 1);
+  const double owned = stage_parameters(o, s) / (o.zero.shards_optimizer() ? dp : 1);
   st.after_s +=
       after_dp + st.seconds.emb +
       2 * machine.seconds(CommOp::all_reduce, o.mesh.product(), double(sizeof(double)), x.pp) +
@@ -284,8 +293,10 @@ inline StagePrediction predict_stage(const gpt2::Options& o, const Precision& p,
 }  // namespace detail
 
 // One step of run `o` on `machine`: each pipeline stage predicted, then the pipeline: m
-// microbatches on the slowest stage plus each other stage's once to fill and drain (Huang et
-// al. 2019), and the slowest stage's work after it.
+// microbatches on the slowest stage plus the schedule's fill and drain, and the slowest stage's
+// work after it. The fill and drain is the schedule's bubble over the ideal time (its traits,
+// pp/bubble.hpp) on the other stages' mean microbatch: each other stage's microbatch once for a
+// flush (Huang et al. 2019), 1/v of it interleaved, a third of it for ZB-H1 (F = B = W).
 inline Prediction predict(const gpt2::Options& o, const Precision& p, const Machine& machine) {
   validate(o, o.mesh.product());
   const int m = o.microbatches, v = o.virtual_stages;
@@ -300,9 +311,13 @@ inline Prediction predict(const gpt2::Options& o, const Precision& p, const Mach
     sum += st.microbatch_s;
     r.after_s = std::max(r.after_s, st.after_s);
   }
-  r.pipeline_s = m * slowest + (sum - slowest) / v;
+  const pp::ScheduleTraits& schedule = pp::traits(o.schedule);
+  const int others = o.mesh.pp - 1;
+  const double fill =
+      others ? (sum - slowest) / others * m * schedule.bubble_over_ideal(o.mesh.pp, m, v) : 0;
+  r.pipeline_s = m * slowest + fill;
   r.step_s = r.pipeline_s + r.after_s;
-  r.bubble_formula = plan::bubble_share(o.mesh.pp, m, v);
+  r.bubble_formula = schedule.bubble_share(o.mesh.pp, m, v);
   return r;
 }
 
@@ -315,10 +330,8 @@ inline std::vector<std::pair<CommOp, int>> loop_calls(const gpt2::Options& o) {
   std::vector<std::pair<CommOp, int>> calls;
   if (s.tp > 1) calls.push_back({CommOp::all_reduce, s.tp});
   if (s.pp > 1) calls.push_back({CommOp::send, 2});
-  if (dp > 1 && o.zero.stage >= 2 && o.zero.reduce == GradReduce::per_microbatch)
-    calls.push_back({CommOp::reduce_scatter, dp});
-  if (dp > 1 && o.zero.stage == 3 && !o.zero.keep_gathered)
-    calls.push_back({CommOp::all_gather, dp});
+  if (dp > 1 && o.zero.reduces_per_microbatch()) calls.push_back({CommOp::reduce_scatter, dp});
+  if (dp > 1 && o.zero.gathers_per_microbatch()) calls.push_back({CommOp::all_gather, dp});
   return calls;
 }
 inline std::vector<std::pair<CommOp, int>> after_calls(const gpt2::Options& o) {
@@ -330,8 +343,8 @@ inline std::vector<std::pair<CommOp, int>> after_calls(const gpt2::Options& o) {
     calls.push_back({CommOp::send, 2});
   const int dp = zero_group(o);
   if (s.tp > 1 && o.sequence_parallel) calls.push_back({CommOp::all_reduce, s.tp});
-  if (dp > 1 && o.zero.stage == 0) calls.push_back({CommOp::all_reduce, dp});
-  if (dp > 1 && o.zero.stage >= 1)
+  if (dp > 1 && o.zero.all_reduces_gradients()) calls.push_back({CommOp::all_reduce, dp});
+  if (dp > 1 && o.zero.reduces_to_owners())
     calls.insert(calls.end(), {{CommOp::reduce_scatter, dp}, {CommOp::all_gather, dp}});
   return calls;
 }

@@ -55,7 +55,11 @@ struct PassBuffers {
 
 inline PassBuffers pass_buffers(const gpt2::Options& o, const ActivationShape& a, double tb) {
   PassBuffers b;
-  b.N = a.N, b.n = a.n, b.C = a.C, b.Cl = a.Cl, b.tb = tb;
+  b.N = a.N;
+  b.n = a.n;
+  b.C = a.C;
+  b.Cl = a.Cl;
+  b.tb = tb;
   b.sp = o.sequence_parallel && o.mesh.tp > 1;
   const double NC = a.N * a.C, nC = a.n * a.C;
   b.embedding_forward = NC * tb;                      // partial
@@ -126,7 +130,7 @@ class BufferWalk {
   // one prefetched at position next (npos: none). keep_gathered: each copy stays from its first
   // use to the step's end (held).
   double units(int chunk, std::size_t k, int uses, std::size_t next) {
-    const bool zero3 = o_.zero.stage == 3, keep = zero3 && o_.zero.keep_gathered;
+    const bool zero3 = o_.zero.shards_parameters(), keep = o_.zero.keeps_parameters_gathered();
     if (!zero3 && !mixed()) return 0.0;
     const std::vector<std::size_t>& order = orders_.at(chunk);
     double now = 0;
@@ -142,8 +146,8 @@ class BufferWalk {
   }
 
   bool mixed() const { return tb_ != sb_; }
-  bool per_microbatch() const { return !o_.zero.full_gradients(); }  // reduce-scatters
-  bool scratch() const { return per_microbatch() || mixed(); }       // a gradient copy per unit
+  bool per_microbatch() const { return o_.zero.reduces_per_microbatch(); }  // reduce-scatters
+  bool scratch() const { return per_microbatch() || mixed(); }  // a gradient copy per unit
 
   // A unit's gradient copy, made by the first pass that asks for it (B leaves W its own); at
   // the unit's earliest use its reduction is launched (fused, W): the copy in flight, the
@@ -151,16 +155,21 @@ class BufferWalk {
   // freed.
   void made(int chunk, std::size_t k) {
     double& bytes = copy_[{chunk, orders_.at(chunk)[k]}];
-    if (scratch() && bytes == 0) bytes = padded(chunk, k) * tb_, copies_ += bytes;
+    if (scratch() && bytes == 0) {
+      bytes = padded(chunk, k) * tb_;
+      copies_ += bytes;
+    }
   }
   void launched(int chunk, std::size_t k) {
     const std::size_t unit = orders_.at(chunk)[k];
     if (unit != k || !scratch()) return;  // not the unit's earliest use
     double& bytes = copy_[{chunk, unit}];
-    copies_ -= bytes, bytes = 0;
+    copies_ -= bytes;
+    bytes = 0;
     if (!per_microbatch()) return;
     double& previous = flying_[{chunk, unit}];  // reduced in S (converted under mixed precision)
-    in_flight_ += padded(chunk, k) * sb_ - previous, previous = padded(chunk, k) * sb_;
+    in_flight_ += padded(chunk, k) * sb_ - previous;
+    previous = padded(chunk, k) * sb_;
   }
 
   void forward(const pp::Action& act) {
@@ -184,9 +193,15 @@ class BufferWalk {
     const std::size_t e = c.embedding ? 2 : 0, L = std::size_t(c.layers), h = e + L;
     const int k = act.chunk;
     if (c.head) {
-      if (in) made(k, h), made(k, h + 1);
+      if (in) {
+        made(k, h);
+        made(k, h + 1);
+      }
       at(base + (in ? pass_.head_backward + units(k, h, 2, L ? h - 1 : npos) : 0));
-      if (!input) launched(k, h), launched(k, h + 1);
+      if (!input) {
+        launched(k, h);
+        launched(k, h + 1);
+      }
     }
     for (std::size_t l = L; l-- > 0;) {
       if (in) made(k, e + l);
@@ -199,9 +214,11 @@ class BufferWalk {
       if (!input) launched(k, e + l);
     }
     if (c.embedding && !input) {  // B leaves the embedding's backward to W
-      made(k, 0), made(k, 1);
+      made(k, 0);
+      made(k, 1);
       at(base + pass_.embedding_backward);
-      launched(k, 0), launched(k, 1);
+      launched(k, 0);
+      launched(k, 1);
     }
     if (!input) held_ -= (c.embedding ? ids_ : 0) + (c.head ? ids_ : 0);
     if (in && listed(pp::Op::recv_backward, act)) held_ -= msg_;

@@ -36,10 +36,17 @@ using namespace plan;
 // The planner's Config of run o (plan/config.hpp): its mesh, microbatching and memory policies.
 inline Config plan_config(const gpt2::Options& o) {
   Config c;
-  c.tp = o.mesh.tp, c.pp = o.mesh.pp, c.dp = o.mesh.dp, c.cp = o.mesh.cp, c.zero = o.zero.stage;
-  c.microbatch_size = o.rows_per_microbatch(), c.microbatches = o.microbatches;
-  c.virtual_stages = o.virtual_stages, c.sequence_parallel = o.sequence_parallel;
-  c.recompute = o.recompute, c.schedule = o.schedule;
+  c.tp = o.mesh.tp;
+  c.pp = o.mesh.pp;
+  c.dp = o.mesh.dp;
+  c.cp = o.mesh.cp;
+  c.zero = o.zero.stage;
+  c.microbatch_size = o.rows_per_microbatch();
+  c.microbatches = o.microbatches;
+  c.virtual_stages = o.virtual_stages;
+  c.sequence_parallel = o.sequence_parallel;
+  c.recompute = o.recompute;
+  c.schedule = o.schedule;
   return c;
 }
 
@@ -79,8 +86,11 @@ inline std::vector<ChunkUnits> stage_chunks(const gpt2::Options& o, int stage) {
     // a layer split between two stages holds its unit on both, tied to the other's
     const StageSpec spec = stage_spec(split, g);
     ChunkUnits k;
-    k.layers = spec.layers, k.embedding = g == 0, k.head = g == p * o.virtual_stages - 1;
-    k.attention = spec.layers - spec.from_second_half, k.mlp = spec.layers - spec.to_first_half;
+    k.layers = spec.layers;
+    k.embedding = g == 0;
+    k.head = g == p * o.virtual_stages - 1;
+    k.attention = spec.layers - spec.from_second_half;
+    k.mlp = spec.layers - spec.to_first_half;
     for (int l = 0; l < k.layers; ++l) k.halves.push_back(spec.halves(l));
     const double wte = double(embedding_shard_parameters(m, t));
     if (k.embedding) k.units = {unit("wte", wte), unit("wpe", double(m.seq) * m.hidden)};
@@ -107,7 +117,7 @@ inline double stage_parameters(const gpt2::Options& o, int stage) {
 
 // ZeRO §5 (plan/formulas.hpp's model_state_bytes) with trident's Psi and element sizes.
 inline ModelStateBytes stage_model_states(const gpt2::Options& o, int stage, const Precision& p) {
-  return model_state_bytes(stage_parameters(o, stage), o.zero.stage, zero_group(o), p);
+  return model_state_bytes(stage_parameters(o, stage), o.zero, zero_group(o), p);
 }
 
 // --- activations (elements of T per microbatch) --------------------------------------------
@@ -191,9 +201,14 @@ inline InputHalf input_half(const ChunkUnits& c, const ActivationShape& a, bool 
   double run = c.head ? -2 * a.n : 0, rise = 0;
   for (auto l = c.halves.rbegin(); l != c.halves.rend(); ++l) {
     const LayerAtB x = layer_at_b(*l, a, sp);
-    run += x.gradients, rise = std::max(rise, run), run -= x.dropped;
+    run += x.gradients;
+    rise = std::max(rise, run);
+    run -= x.dropped;
   }
-  if (c.embedding) run += a.n * a.C, rise = std::max(rise, run);
+  if (c.embedding) {
+    run += a.n * a.C;
+    rise = std::max(rise, run);
+  }
   return {rise, stash + run};
 }
 

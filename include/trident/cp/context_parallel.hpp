@@ -103,7 +103,10 @@ struct ContextParallel {
   // untagged) the exchange runs at once, grouped, and the requests are done.
   struct Shift {
     backend::DeviceRequest to_next, from_prev;
-    void wait() { to_next.wait(), from_prev.wait(); }
+    void wait() {
+      to_next.wait();
+      from_prev.wait();
+    }
   };
   template <class T>
   [[nodiscard]] Shift shift(const T* send, T* recv, std::size_t n, int tag) const {

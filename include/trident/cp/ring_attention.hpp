@@ -24,6 +24,7 @@
 
 #include "../backend/device_buffer.hpp"
 #include "../backend/ops.hpp"
+#include "../core/message_tags.hpp"
 #include "context_parallel.hpp"
 #include "detail/attention_blocks.hpp"
 #include "ring_trace.hpp"
@@ -31,8 +32,6 @@
 namespace trident {
 
 namespace cp_detail {
-inline constexpr int kTagKeys = 1, kTagGradients = 2;  // on the cp group's own communicator
-
 // kv (Tl*batch, 2 KV D) <-> the K, V columns of qkv (Tl*batch, (H + 2 KV) D).
 template <class T>
 void pack_keys(T* kv, const T* qkv, const Geometry& g) {
@@ -75,7 +74,7 @@ void ring_attention_forward(const ContextParallel<B>& cp, T* out, T* probs, cons
     RingStep step{call, false, s, source, ring_clock()};
     typename ContextParallel<B>::Shift shift;
     const bool more = s + 1 < cp.size();
-    if (more) shift = cp.shift(cur.data(), next.data(), n, cp_detail::kTagKeys);
+    if (more) shift = cp.shift(cur.data(), next.data(), n, message_tags::kRingKeys);
     step.begin = ring_clock();
     B::host_kernel([&] {
       cp_detail::block_forward(out, probs, m.data(), l.data(), used.data(), qkv, cur.data(), g,
@@ -117,7 +116,7 @@ void ring_attention_backward(const ContextParallel<B>& cp, T* dqkv, const T* dou
     RingStep step{call, true, s, source, ring_clock()};
     typename ContextParallel<B>::Shift keys;
     const bool more = s + 1 < cp.size();
-    if (more) keys = cp.shift(cur.data(), next.data(), n, cp_detail::kTagKeys);
+    if (more) keys = cp.shift(cur.data(), next.data(), n, message_tags::kRingKeys);
     T* part = s == 0 ? own.data() : share[s % 2].data();
     step.begin = ring_clock();
     B::host_kernel([&] {
@@ -129,7 +128,7 @@ void ring_attention_backward(const ContextParallel<B>& cp, T* dqkv, const T* dou
       gradients.wait();
       backend::accumulate<B>(part, arrived.data(), n);
     }
-    if (s >= 1) gradients = cp.shift(part, arrived.data(), n, cp_detail::kTagGradients);
+    if (s >= 1) gradients = cp.shift(part, arrived.data(), n, message_tags::kRingGradients);
     if (more) keys.wait(), std::swap(cur, next);
     step.arrived = ring_clock();
     trace.add(step);

@@ -26,7 +26,11 @@ struct RingStep {
 class RingTrace {
  public:
   bool on() const { return on_; }
-  void start() { steps_.clear(), calls_ = 0, on_ = true; }
+  void start() {
+    steps_.clear();
+    calls_ = 0;
+    on_ = true;
+  }
   void stop() { on_ = false; }
   const std::vector<RingStep>& steps() const { return steps_; }
   int begin_call() { return calls_++; }

@@ -200,4 +200,18 @@ Microbatch cp_slice(const ContextParallel<B>& cp, const Microbatch& mb) {
   return out;
 }
 
+// The m microbatches of `rows` rows each that DP replica `replica` takes of step `step`'s global
+// batch (its rows replica * m * rows on), each cut to this CP rank's tokens: the same sequences
+// on every mesh (ARCHITECTURE §2.1).
+template <class B>
+std::vector<Microbatch> replica_microbatches(const TokenSource& data, std::uint64_t seed, int step,
+                                             int replica, int m, int rows, int seq,
+                                             const ContextParallel<B>& cp) {
+  std::vector<Microbatch> out;
+  for (int mb = 0; mb < m; ++mb)
+    out.push_back(
+        cp_slice(cp, sample_rows(data, seed, step, (replica * m + mb) * rows, rows, seq)));
+  return out;
+}
+
 }  // namespace trident

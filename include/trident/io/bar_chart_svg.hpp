@@ -94,11 +94,14 @@ inline Layout layout(const BarChart& c) {
   l.step = pp::detail::tick_step(top);
   l.axis_max = std::ceil(top / l.step) * l.step;
   l.slot = std::max(56.0, 640.0 / std::max<std::size_t>(bars, 1));
-  l.bar_w = l.slot * 0.6, l.plot_w = l.slot * bars, l.width = l.left + l.plot_w + 24;
+  l.bar_w = l.slot * 0.6;
+  l.plot_w = l.slot * bars;
+  l.width = l.left + l.plot_w + 24;
   for (const std::string& note : c.notes)  // wide enough for the notes (~6.6 px a character)
     l.width = std::max(l.width, l.left + 6.6 * note.size() + 24);
   l.width = std::max(l.width, l.left + 9.2 * c.title.size() + 24);  // and the title (16 px, bold)
-  l.base = l.top + l.plot_h, l.legend = l.base + (c.sublabels.empty() ? 40 : 56);
+  l.base = l.top + l.plot_h;
+  l.legend = l.base + (c.sublabels.empty() ? 40 : 56);
   for (const BarSeries& s : c.series) l.items.push_back(s.name);
   if (!c.markers.empty()) l.items.push_back(c.marker_name);
   for (const std::string& item : l.items) {
@@ -106,7 +109,10 @@ inline Layout layout(const BarChart& c) {
     double ix =
         l.at.empty() ? l.left : l.at.back().first + 34 + 7 * l.items[l.at.size() - 1].size();
     double iy = l.at.empty() ? l.legend : l.at.back().second;
-    if (!l.at.empty() && ix + w > l.width) ix = l.left, iy += 22;
+    if (!l.at.empty() && ix + w > l.width) {
+      ix = l.left;
+      iy += 22;
+    }
     l.at.push_back({ix, iy});
   }
   l.height = (l.at.empty() ? l.legend : l.at.back().second) + 30 + 18 * c.notes.size();

@@ -134,7 +134,10 @@ class CalibrationCache {
       for (const auto& [what, values] : mine_) {
         out << machine_ << "\t" << what << "\t";
         char number[32];
-        for (double x : values) std::snprintf(number, sizeof number, "%.17g ", x), out << number;
+        for (double x : values) {
+          std::snprintf(number, sizeof number, "%.17g ", x);
+          out << number;
+        }
         out << "\n";
       }
       if (out) out.close();

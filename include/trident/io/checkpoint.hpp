@@ -108,7 +108,10 @@ void add_owned_pieces(Trainer<M, T, S, B>& t, io::SafetensorsWriter& w, nlohmann
                                          x.local_col + j - begin]);
                 const bool two = p.spec.shape.size() == 2;
                 std::vector<std::int64_t> offsets{x.col}, lengths{x.cols};
-                if (two) offsets = {x.row, x.col}, lengths = {x.rows, x.cols};
+                if (two) {
+                  offsets = {x.row, x.col};
+                  lengths = {x.rows, x.cols};
+                }
                 const std::string key = name + "@" + std::to_string(pieces.size());
                 w.add(key, data.data(), lengths);
                 pieces.push_back({{"tensor", name},

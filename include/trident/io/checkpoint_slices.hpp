@@ -56,7 +56,10 @@ inline std::vector<Box> boxes_of_range(const ShardLayout& layout, std::int64_t b
   if (r0 == r1) {
     rects.push_back({r0, r0 + 1, c0, c1});
   } else {
-    if (c0 > 0) rects.push_back({r0, r0 + 1, c0, cols}), ++r0;
+    if (c0 > 0) {
+      rects.push_back({r0, r0 + 1, c0, cols});
+      ++r0;
+    }
     if (r0 < r1) rects.push_back({r0, r1, 0, cols});
     if (c1 > 0) rects.push_back({r1, r1 + 1, 0, c1});
   }

@@ -16,10 +16,10 @@
 #include "../core/error.hpp"
 #include "../pp/timeline.hpp"
 
-namespace trident::pp {
+namespace trident::io {
 
 // rank_names: one per rank, or empty for "stage 0", "stage 1", ...
-inline nlohmann::json chrome_trace(const Timeline& timeline,
+inline nlohmann::json chrome_trace(const pp::Timeline& timeline,
                                    const std::vector<std::string>& rank_names) {
   require(rank_names.empty() || static_cast<int>(rank_names.size()) == timeline.ranks,
           "chrome_trace: " + std::to_string(rank_names.size()) + " rank names for " +
@@ -40,32 +40,32 @@ inline nlohmann::json chrome_trace(const Timeline& timeline,
                       {"tid", r},
                       {"args", {{"sort_index", r}}}});
   }
-  for (const Interval& s : timeline.intervals) {
+  for (const pp::Interval& s : timeline.intervals) {
     std::string name;
     switch (s.kind) {
-      case IntervalKind::forward:
+      case pp::IntervalKind::forward:
         name = "F";
         break;
-      case IntervalKind::backward:
+      case pp::IntervalKind::backward:
         name = "B";
         break;
-      case IntervalKind::weight:
+      case pp::IntervalKind::weight:
         name = "W";
         break;
-      case IntervalKind::send:
+      case pp::IntervalKind::send:
         name = "send ";
         break;
-      case IntervalKind::recv:
+      case pp::IntervalKind::recv:
         name = "recv ";
         break;
-      case IntervalKind::idle:
+      case pp::IntervalKind::idle:
         name = "idle";
         break;
     }
-    if (s.kind != IntervalKind::idle && s.microbatch >= 0) name += std::to_string(s.microbatch);
+    if (s.kind != pp::IntervalKind::idle && s.microbatch >= 0) name += std::to_string(s.microbatch);
     if (s.chunk > 0) name += "c" + std::to_string(s.chunk);
     events.push_back({{"name", name},
-                      {"cat", to_string(s.kind)},
+                      {"cat", pp::to_string(s.kind)},
                       {"ph", "X"},
                       {"ts", s.begin * 1e6},
                       {"dur", (s.end - s.begin) * 1e6},
@@ -78,7 +78,7 @@ inline nlohmann::json chrome_trace(const Timeline& timeline,
 
 // Writes chrome_trace(timeline, rank_names) to `path`; trident::Error naming the file if it
 // cannot.
-inline void write_chrome_trace(const std::string& path, const Timeline& timeline,
+inline void write_chrome_trace(const std::string& path, const pp::Timeline& timeline,
                                const std::vector<std::string>& rank_names = {}) {
   const nlohmann::json trace = chrome_trace(timeline, rank_names);
   std::ofstream out(path);
@@ -86,4 +86,4 @@ inline void write_chrome_trace(const std::string& path, const Timeline& timeline
   require(static_cast<bool>(out), "cannot write the Chrome trace '" + path + "'");
 }
 
-}  // namespace trident::pp
+}  // namespace trident::io

@@ -81,8 +81,10 @@ inline std::string loss_chart(const nlohmann::json& j) {
   for (const auto& l : j.at("losses")) losses.push_back(number_or_nan(l));
   c.series.push_back({"loss", "#1f77b4", steps_from(j.at("first_step"), losses.size()), losses});
   std::vector<double> vx, vy;
-  for (std::size_t k = 0; k < j.at("val_losses").size(); ++k)
-    vx.push_back(j.at("val_steps")[k]), vy.push_back(number_or_nan(j.at("val_losses")[k]));
+  for (std::size_t k = 0; k < j.at("val_losses").size(); ++k) {
+    vx.push_back(j.at("val_steps")[k]);
+    vy.push_back(number_or_nan(j.at("val_losses")[k]));
+  }
   if (!vx.empty()) c.series.push_back({"held-out loss", "#d62728", vx, vy});
   return line_chart_svg(c);
 }
@@ -116,7 +118,9 @@ inline std::string rank_bars(const nlohmann::json& ranks, const std::string& tit
                              const std::vector<std::string>& keys, double scale,
                              const std::string& marker_group, const std::string& marker_name) {
   BarChart c;
-  c.title = title, c.unit = unit, c.marker_name = marker_name;
+  c.title = title;
+  c.unit = unit;
+  c.marker_name = marker_name;
   for (std::size_t k = 0; k < keys.size(); ++k)
     c.series.push_back({keys[k], kind_colour(int(k)), {}});
   for (std::size_t r = 0; r < ranks.size(); ++r) {

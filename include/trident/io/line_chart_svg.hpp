@@ -43,8 +43,10 @@ std::pair<double, double> range(const LineChart& c, Pick pick) {
   double lo = INFINITY, hi = -INFINITY;
   for (const LineSeries& s : c.series)
     for (std::size_t i = 0; i < s.xs.size(); ++i)
-      if (std::isfinite(s.xs[i]) && std::isfinite(s.ys[i]))
-        lo = std::min(lo, pick(s, i)), hi = std::max(hi, pick(s, i));
+      if (std::isfinite(s.xs[i]) && std::isfinite(s.ys[i])) {
+        lo = std::min(lo, pick(s, i));
+        hi = std::max(hi, pick(s, i));
+      }
   if (!(lo <= hi)) return {0, 1};
   if (hi - lo < 1e-12 * std::max(1.0, std::abs(hi))) return {lo - 0.5, hi + 0.5};
   return {lo, hi};
@@ -62,7 +64,8 @@ inline std::string line_chart_svg(const LineChart& c) {
   const auto [x0, x1] = range(c, [](const LineSeries& s, std::size_t i) { return s.xs[i]; });
   auto [y0, y1] = range(c, [](const LineSeries& s, std::size_t i) { return s.ys[i]; });
   const double pad = (y1 - y0) * 0.05;
-  y0 -= pad, y1 += pad;
+  y0 -= pad;
+  y1 += pad;
   auto X = [&, x0 = x0, x1 = x1](double x) { return left + (x - x0) / (x1 - x0) * w; };
   auto Y = [&](double y) { return base - (y - y0) / (y1 - y0) * h; };
   std::ostringstream svg;

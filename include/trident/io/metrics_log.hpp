@@ -46,7 +46,8 @@ class MetricsLog {
 
   // What MFU is computed with (train/mfu.hpp).
   void set_mfu(double flops_per_token, const HardwarePeak& peak) {
-    flops_per_token_ = flops_per_token, peak_ = peak;
+    flops_per_token_ = flops_per_token;
+    peak_ = peak;
   }
 
   // Before a step: its memory peaks and traffic count from here.

@@ -24,7 +24,7 @@ inline nlohmann::json formulas_json(const TrainOptions& o, const RunReport& repo
   const plan::Precision& p = report.precision;
   nlohmann::json f;
   f["model_states"] = {
-      {"form", zero_states_form(o.zero.stage, p)},
+      {"form", zero_states_form(o.zero, p)},
       {"source", "Rajbhandari et al. 2020 (ZeRO) §5.1"},
       {"bytes_per_element",
        {{"parameters", p.param_bytes}, {"gradients", p.grad_bytes}, {"K", p.optimizer_bytes}}},

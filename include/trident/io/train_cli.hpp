@@ -16,6 +16,7 @@
 #include "../backend/cpu/threads.hpp"
 #include "../core/environment.hpp"
 #include "../core/fault.hpp"
+#include "../core/median.hpp"
 #include "../core/request.hpp"
 #include "../data/tokens.hpp"
 #include "../train/trainer.hpp"
@@ -82,7 +83,8 @@ inline void add_mesh_options(cli::App& app, TrainOptions& o, RunFlags& f) {
   f.microbatches =
       app.add_option("--microbatches", o.microbatches, "microbatches per step (default 2 x PP)");
   f.virtual_stages = app.add_option("--virtual-stages", o.virtual_stages,
-                                    "model chunks per pipeline rank (interleaved; zbv: 2)")
+                                    "model chunks per pipeline rank (default: the schedule's "
+                                    "fewest, interleaved and zbv 2)")
                          ->capture_default_str();
   app.add_option("--pp-layers", f.pp_layers,
                  "layers per (virtual) stage, e.g. 3,2,2,1 (the last may be 0: the head alone; "
@@ -186,8 +188,7 @@ inline bool gradient_spike(const std::vector<double>& before, double norm) {
   if (before.size() < 5 || !std::isfinite(norm)) return false;
   std::vector<double> last(before.end() - std::min<std::ptrdiff_t>(before.size(), 50),
                            before.end());
-  std::nth_element(last.begin(), last.begin() + last.size() / 2, last.end());
-  return norm > 5 * last[last.size() / 2];
+  return norm > 5 * median(std::move(last));
 }
 
 // After parsing: the flags into the options (the learning-rate schedule: warmup over the first
@@ -197,8 +198,8 @@ inline void apply_run_options(const Comm& world, TrainOptions& o, const RunFlags
   if (f.microbatches && f.microbatches->count() == 0)
     o.microbatches = o.mesh.pp > 1 ? 2 * o.mesh.pp : 1;
   o.schedule = pp::parse_schedule(f.schedule);
-  if (o.schedule == pp::ScheduleKind::zbv && f.virtual_stages && f.virtual_stages->count() == 0)
-    o.virtual_stages = 2;  // ZB-V's V: 2 chunks per rank
+  if (f.virtual_stages && f.virtual_stages->count() == 0)  // the schedule's fewest: zbv's V 2
+    o.virtual_stages = pp::traits(o.schedule).min_chunks;
   o.pp_layers = parse_pp_layers(f.pp_layers);
   o.recompute = parse_recompute(f.recompute);
   o.cp_split = cp_split_from_string(f.cp_split);

@@ -139,7 +139,8 @@ inline pp::SvgOptions measured_svg(const MeshShape& m, const pp::Timeline& timel
                           std::to_string(tp) + (m.cp > 1 ? ", cp " + std::to_string(cp) : "") +
                           ", dp " + std::to_string(dp) + ")");
   }
-  o.time_unit = "ms", o.time_scale = 1e3;
+  o.time_unit = "ms";
+  o.time_scale = 1e3;
   const unsigned threads = std::thread::hardware_concurrency();
   o.caption = "measured: " + std::to_string(timeline.ranks) + " ranks on " +
               std::to_string(threads) + " hardware threads" +
@@ -194,7 +195,7 @@ void write_outputs(const Comm& world, const P& p, const Tr& t, const ProgramFlag
   if (world.rank() != 0) return;
   std::vector<std::string> names;
   for (int r = 0; r < world.size(); ++r) names.push_back("rank " + std::to_string(r));
-  if (!f.trace.empty()) pp::write_chrome_trace(f.trace, timeline, names);
+  if (!f.trace.empty()) io::write_chrome_trace(f.trace, timeline, names);
   const std::string title = std::string(P::kName) + ", last step, " + t.mesh().to_string();
   const pp::SvgOptions look = program_detail::measured_svg(t.options().mesh, timeline);
   if (!f.svg.empty()) pp::write_timeline_svg(f.svg, timeline, title, look);

@@ -265,7 +265,8 @@ int train_program(int argc, char** argv, P p) {
     std::optional<TokenSource> held_out;
     if (f.inference.eval_every > 0) {
       auto [train_part, tail] = data.split_tail(f.inference.held_out, p.model().seq());
-      data = std::move(train_part), held_out = std::move(tail);
+      data = std::move(train_part);
+      held_out = std::move(tail);
     }
     p.before_training(world, app, o, f.run, data);
     using program_detail::train;

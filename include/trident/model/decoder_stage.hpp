@@ -322,7 +322,10 @@ class DecoderStage {
     }
     for (int u : d.embedding) ++out[u].forward_reads;
     for (const auto* part : {&d.layers, &d.head})
-      for (int u : *part) ++out[u].forward_reads, ++out[u].backward_reads;
+      for (int u : *part) {
+        ++out[u].forward_reads;
+        ++out[u].backward_reads;
+      }
     return out;
   }
   static std::vector<int> order(const DecoderUnits& d) {

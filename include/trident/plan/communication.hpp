@@ -69,7 +69,9 @@ inline double dp_bytes(double psi, const Config& c, const Precision& p) {
   const int group = c.dp * c.cp;
   if (group == 1) return 0;
   const double m = c.microbatches, grads = psi * p.grad_bytes, params = psi * p.param_bytes;
-  const ZeroCallBytes z = zero_dp_bytes(c.zero, grads, params, c.zero >= 2 ? m : 1, 2 * m * params);
+  const ZeroPolicy zero = c.zero_policy();
+  const ZeroCallBytes z =
+      zero_dp_bytes(zero, grads, params, zero.reduces_per_microbatch() ? m : 1, 2 * m * params);
   return ring_all_reduce_bytes(z.all_reduce, group) +
          ring_gather_bytes(z.reduce_scatter + z.all_gather, group);
 }

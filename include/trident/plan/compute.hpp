@@ -43,9 +43,14 @@ inline double training_flops(const ModelSpec& m, int global_batch, Recompute r) 
   return 3 * forward + recompute_flops(m, B, r);
 }
 
-// The bubble of configuration c: formulas.hpp's (p-1)/(v m).
-inline double bubble_fraction(const Config& c) {
-  return bubble_fraction(c.pp, c.microbatches, c.virtual_stages);
+// The bubble of configuration c's schedule over the ideal time (its traits; pp/bubble.hpp):
+// (p-1)/(v m) for 1F1B and the interleaved schedule.
+inline double bubble_over_ideal(const Config& c) {
+  return pp::traits(c.schedule).bubble_over_ideal(c.pp, c.microbatches, c.virtual_stages);
+}
+// The same as a share of the step, as the run report measures it.
+inline double bubble_share(const Config& c) {
+  return pp::traits(c.schedule).bubble_share(c.pp, c.microbatches, c.virtual_stages);
 }
 
 }  // namespace trident::plan

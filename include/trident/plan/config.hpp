@@ -11,6 +11,7 @@
 
 #include "../core/error.hpp"
 #include "../pp/schedule.hpp"
+#include "../zero/policy.hpp"
 #include "cluster.hpp"
 #include "model_spec.hpp"
 #include "recompute.hpp"
@@ -19,8 +20,8 @@ namespace trident::plan {
 
 // The schedule is the executor's pp::ScheduleKind (pp/schedule.hpp). GPipe (Huang et al.
 // 2019): all forwards, then all backwards. 1F1B (PipeDream-Flush, Narayanan et al. 2021
-// §2.2.1): the same bubble, at most p microbatches in flight; with v > 1 virtual stages it is
-// the interleaved schedule (§2.2.2), which the planner accepts as one_f_one_b or interleaved.
+// §2.2.1): the same bubble, at most p microbatches in flight; with v > 1 virtual stages, the
+// interleaved schedule (§2.2.2). Each schedule's rules and bubble: its traits.
 
 struct Config {
   int tp = 1, pp = 1, dp = 1;
@@ -36,6 +37,8 @@ struct Config {
   int cp = 1;
 
   int global_batch() const { return dp * microbatch_size * microbatches; }
+  // The stage as the policy the trainer runs (its defaults: reduced and gathered per microbatch).
+  ZeroPolicy zero_policy() const { return ZeroPolicy{zero}; }
   long long gpus() const { return static_cast<long long>(tp) * cp * pp * dp; }
 };
 
@@ -53,7 +56,7 @@ inline std::string invalid_reason(const ModelSpec& m, const ClusterSpec& cluster
   if (c.tp < 1 || c.pp < 1 || c.dp < 1 || c.cp < 1 || c.microbatch_size < 1 || c.microbatches < 1 ||
       c.virtual_stages < 1)
     return "TP, CP, PP, DP, microbatch size, microbatches and virtual stages must be at least 1";
-  if (c.zero < 0 || c.zero > 3) return "ZeRO stage " + n(c.zero) + " is not one of 0, 1, 2, 3";
+  if (!c.zero_policy().valid()) return "ZeRO stage " + n(c.zero) + " is not one of 0, 1, 2, 3";
   if (c.gpus() != cluster.gpus) return mesh_mismatch(c.tp, c.pp, c.dp, cluster.gpus, c.cp);
   // the zigzag split: chunks r and 2cp-1-r of 2cp on rank r (cp/context_parallel.hpp)
   if (c.cp > 1 && m.seq % (2 * c.cp) != 0)
@@ -69,14 +72,11 @@ inline std::string invalid_reason(const ModelSpec& m, const ClusterSpec& cluster
   if (m.layers % (c.pp * c.virtual_stages) != 0)
     return "PP=" + n(c.pp) + " x virtual stages " + n(c.virtual_stages) + " does not divide " +
            n(m.layers) + " layers";
-  if (c.virtual_stages > 1) {
-    if (c.pp == 1) return "virtual stages need a pipeline (PP > 1)";
-    if (c.schedule != pp::ScheduleKind::one_f_one_b && c.schedule != pp::ScheduleKind::interleaved)
-      return "virtual stages need the 1F1B schedule";
-    // Narayanan et al. 2021 §2.2.2: m must be a multiple of p for the interleaved schedule.
-    if (c.microbatches % c.pp != 0)
-      return "interleaved 1F1B: " + n(c.microbatches) +
-             " microbatches are not a multiple of PP=" + n(c.pp);
+  if (c.virtual_stages > 1 && c.pp == 1) return "virtual stages need a pipeline (PP > 1)";
+  try {  // the schedule's own rules (pp/schedule_traits.hpp)
+    if (c.pp > 1) pp::validate({c.schedule, c.pp, c.microbatches, c.virtual_stages});
+  } catch (const Error& e) {
+    return e.what();
   }
   return "";
 }

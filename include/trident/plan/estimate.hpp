@@ -26,9 +26,9 @@ struct Estimate {
   AxisBytes comm_bytes;                           // sent per GPU per step
   CrossesNodes crosses_nodes;                     // which axes run over the inter-node links
   double flops = 0;                               // per step, all GPUs, recomputation included
-  double bubble = 0;                              // pipeline bubble / ideal time
+  double bubble_share = 0;                        // pipeline bubble / step (the report's)
   double compute_s = 0;                           // ideal: flops / (gpus x peak x efficiency)
-  double bubble_s = 0;                            // compute_s x bubble
+  double bubble_s = 0;                            // compute_s x bubble / ideal time
   double tp_s = 0, pp_s = 0, dp_s = 0, cp_s = 0;  // bytes / bandwidth of the axis's links
   double step_s = 0;                              // compute, bubble and the four above
   bool fits = false;                              // memory.total() <= the GPU's memory
@@ -58,9 +58,9 @@ inline Estimate estimate(const ModelSpec& m, const ClusterSpec& cluster, const C
   e.comm_bytes = comm_bytes(m, c, p);
   e.crosses_nodes = crosses_nodes(cluster, c);
   e.flops = training_flops(m, c.global_batch(), c.recompute);
-  e.bubble = bubble_fraction(c);
+  e.bubble_share = bubble_share(c);
   e.compute_s = compute_seconds(e.flops, cluster);
-  e.bubble_s = e.compute_s * e.bubble;
+  e.bubble_s = e.compute_s * bubble_over_ideal(c);
   e.tp_s = e.comm_bytes.tp / link_bandwidth(cluster, e.crosses_nodes.tp);
   e.pp_s = e.comm_bytes.pp / link_bandwidth(cluster, e.crosses_nodes.pp);
   e.dp_s = e.comm_bytes.dp / link_bandwidth(cluster, e.crosses_nodes.dp);

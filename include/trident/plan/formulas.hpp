@@ -1,7 +1,8 @@
-// trident/plan/formulas.hpp: the papers' formulas for ZeRO, Megatron's tensor parallelism and
-// the pipeline bubble, each written once. The planner (memory.hpp, communication.hpp,
-// estimate.hpp), the run report (train/formulas.hpp, train/report.hpp), trident's cost model
-// (costmodel/) and the tests call these functions; none writes a formula again.
+// trident/plan/formulas.hpp: the papers' formulas for ZeRO and Megatron's tensor parallelism,
+// each written once (the pipeline bubble's: pp/bubble.hpp, one per schedule's traits). The planner
+// (memory.hpp, communication.hpp, estimate.hpp), the run report (train/formulas.hpp,
+// train/report.hpp), trident's cost model (costmodel/) and the tests call these functions; none
+// writes a formula again.
 //
 // Bytes of collectives come in two conventions: a call's whole buffer (CommStats',
 // core/stats.hpp: what train/ and costmodel/ count), and what one rank sends through a ring
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 
+#include "../zero/policy.hpp"
 #include "cluster.hpp"
 #include "recompute.hpp"
 
@@ -29,12 +31,18 @@ struct ModelStateBytes {
 // stage 1 partitions the optimizer states, 2 also the gradients, 3 also the parameters; the
 // 2, 2, K are the bytes of a parameter, a gradient and the optimizer states of one parameter
 // (p.param_bytes, p.grad_bytes, p.optimizer_bytes).
-inline ModelStateBytes model_state_bytes(double psi, int zero, int nd, const Precision& p) {
+inline ModelStateBytes model_state_bytes(double psi, const ZeroPolicy& zero, int nd,
+                                         const Precision& p) {
   const auto share = [&](double bytes, bool partitioned) {
     return bytes * psi / (partitioned ? nd : 1);
   };
-  return {share(p.param_bytes, zero >= 3), share(p.grad_bytes, zero >= 2),
-          share(p.optimizer_bytes, zero >= 1)};
+  return {share(p.param_bytes, zero.shards_parameters()),
+          share(p.grad_bytes, zero.shards_gradients()),
+          share(p.optimizer_bytes, zero.shards_optimizer())};
+}
+// The same for a stage number, as the paper's tables give it.
+inline ModelStateBytes model_state_bytes(double psi, int stage, int nd, const Precision& p) {
+  return model_state_bytes(psi, ZeroPolicy{stage}, nd, p);
 }
 
 // ZeRO's 2, 2, K for trident computing in `compute_bytes` and storing parameters and gradients
@@ -63,10 +71,10 @@ struct ZeroCallBytes {
 // reduce-scatters of the gradients per step (the paper's 1; m when stages 2-3 reduce after each
 // microbatch's backward); `gathered` the bytes stage 3 all-gathers per step (the paper's
 // 2 params; m times that when each microbatch gathers again, params when kept gathered).
-inline ZeroCallBytes zero_dp_bytes(int zero, double grads, double params, double reductions,
-                                   double gathered) {
-  if (zero == 0) return {grads, 0, 0};
-  return {0, reductions * grads, zero == 3 ? gathered : params};
+inline ZeroCallBytes zero_dp_bytes(const ZeroPolicy& zero, double grads, double params,
+                                   double reductions, double gathered) {
+  if (zero.all_reduces_gradients()) return {grads, 0, 0};
+  return {0, reductions * grads, zero.shards_parameters() ? gathered : params};
 }
 
 // --- Megatron-LM tensor parallelism (Shoeybi et al. 2019; Korthikanti et al. 2022) -------
@@ -91,43 +99,6 @@ inline double ring_all_reduce_bytes(double bytes, int ranks) {
 // (g-1)/g n.
 inline double ring_gather_bytes(double bytes, int ranks) {
   return static_cast<double>(ranks - 1) / ranks * bytes;
-}
-
-// --- the pipeline bubble -----------------------------------------------------------------
-
-// Narayanan et al. 2021, §2.2.1 ("Efficient Large-Scale Language Model Training on GPU Clusters
-// Using Megatron-LM"): a flush-based schedule (GPipe or 1F1B) idles (p-1) microbatch slots of
-// every stage, a bubble of (p-1)/m of the ideal time; the interleaved schedule with v model
-// chunks per rank shrinks it to (p-1)/(v m) (§2.2.2).
-inline double bubble_fraction(int pp, int microbatches, int virtual_stages = 1) {
-  return static_cast<double>(pp - 1) / (static_cast<double>(virtual_stages) * microbatches);
-}
-
-// The same bubble as a share of the step, idle over ideal + idle (GPipe, Huang et al. 2019):
-// (p-1)/(v m + p-1).
-inline double bubble_share(int pp, int microbatches, int virtual_stages = 1) {
-  return static_cast<double>(pp - 1) /
-         (static_cast<double>(virtual_stages) * microbatches + pp - 1);
-}
-
-// ZB-H1 (Qi et al. 2023, "Zero Bubble Pipeline Parallelism", §3.1) on equal stages: idle
-// (p-1)(F + B - W) next to m (F + B + W) of work per stage; with equal F, B and W (the default)
-// a share of (p-1)/(3m + p-1).
-inline double zb_h1_bubble_share(int pp, int microbatches, double F = 1, double B = 1,
-                                 double W = 1) {
-  const double idle = (pp - 1) * (F + B - W);
-  return idle / (microbatches * (F + B + W) + idle);
-}
-
-// ZB-V (pp/schedule_zbv.hpp) with equal F, B and W: Qi et al. 2024 give a bubble of 0; what
-// no schedule can avoid is the last rank's wait for the first microbatch to go down p - 1
-// chunks of half a stage, (p-1) F/2, and trident's ZB-V idles exactly max((p-1)/2, 2p-1-m) F
-// per rank (the second term: too few microbatches to fill the V; the simulator's figure, checked
-// for p <= 8, m <= 16 in tests/test_pp_zbv.cpp), next to 3 m F of work: a share of
-// idle / (3m + idle).
-inline double zbv_bubble_share(int pp, int microbatches) {
-  const double idle = std::max((pp - 1) / 2.0, 2.0 * pp - 1 - microbatches);
-  return idle / (3.0 * microbatches + idle);
 }
 
 }  // namespace trident::plan

@@ -41,7 +41,7 @@ inline std::string paper_gb(double bytes) {
 // (over DP), plus the whole gradient of the unit before its reduce-scatter. A unit is a layer
 // or the embedding, whichever is larger.
 inline double zero3_buffer_bytes(const ModelSpec& m, const Config& c, const Precision& p) {
-  if (c.zero < 3 || c.dp * c.cp == 1) return 0;
+  if (!c.zero_policy().shards_parameters() || c.dp * c.cp == 1) return 0;
   const double unit = static_cast<double>(
       std::max(layer_shard_parameters(m, c.tp), embedding_shard_parameters(m, c.tp)));
   return (2 * p.param_bytes + p.grad_bytes) * unit;
@@ -74,19 +74,18 @@ inline double recompute_working_bytes(const ModelSpec& m, const Config& c, const
   return 0;
 }
 
-// Microbatches the first pipeline stage holds at its peak (Korthikanti et al. 2022, §4.2.3):
-// GPipe holds all m; 1F1B holds the p of its warm-up (fewer when m < p).
-inline int microbatches_in_flight(const Config& c) {
-  return c.schedule == pp::ScheduleKind::gpipe ? c.microbatches : std::min(c.pp, c.microbatches);
+// Microbatches of a whole stage's layers the most loaded pipeline stage holds at its peak
+// (Korthikanti et al. 2022, §4.2.3; the schedule's traits): GPipe all m; 1F1B the p of its
+// first stage's warm-up (fewer when m < p); the interleaved schedule p + (p-1)/v.
+inline double microbatches_in_flight(const Config& c) {
+  return pp::traits(c.schedule).peak_in_flight(c.pp, c.microbatches, c.virtual_stages);
 }
 
 // Layers' worth of one microbatch's activations the first stage holds at its peak: L/p layers
 // per microbatch in flight. With 1F1B that is L whatever p (§4.2.3); the interleaved schedule
 // holds L (1 + (p-1)/(p v)) (§4.2.3, v model chunks per rank).
 inline double activation_layers_in_flight(const ModelSpec& m, const Config& c) {
-  const double p = c.pp, v = c.virtual_stages;
-  const double layers = static_cast<double>(m.layers) / p * microbatches_in_flight(c);
-  return v > 1 ? layers * (1 + (p - 1) / (p * v)) : layers;
+  return static_cast<double>(m.layers) / c.pp * microbatches_in_flight(c);
 }
 
 // Korthikanti et al. 2022, §4.3: the input embedding's dropout mask, s b h p / t with sequence
@@ -115,7 +114,7 @@ struct MemoryBytes {
 // Everything one GPU of the most loaded stage holds.
 inline MemoryBytes memory_bytes(const ModelSpec& m, const Config& c, const Precision& p) {
   const double psi = static_cast<double>(shard_parameters(m, c.tp, c.pp));
-  const ModelStateBytes states = model_state_bytes(psi, c.zero, c.dp * c.cp, p);
+  const ModelStateBytes states = model_state_bytes(psi, c.zero_policy(), c.dp * c.cp, p);
   return {states.params, states.grads, states.optimizer, zero3_buffer_bytes(m, c, p),
           activation_bytes(m, c, p)};
 }

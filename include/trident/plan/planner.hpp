@@ -87,6 +87,7 @@ inline std::vector<Candidate> rank_configurations(const ModelSpec& m, const Clus
       c.microbatches = per_dp_rank / b;
       for (int v : divisors(m.layers / c.pp, c.pp > 1 ? search.max_virtual_stages : 1)) {
         c.virtual_stages = v;
+        c.schedule = v > 1 ? pp::ScheduleKind::interleaved : pp::ScheduleKind::one_f_one_b;
         for (bool sp : {false, true}) {
           if (sp && c.tp == 1) continue;
           c.sequence_parallel = sp;

@@ -73,7 +73,8 @@ inline std::vector<int> balanced_layer_split(const StageCosts& c, int L, const C
       const int g = map.virtual_stage(k, r);
       fixed[r].push_back(virtual_stage_cost(c, g, stages, 0));
       count[r].push_back(g == stages - 1 ? 0 : 1);
-      rank_fixed[r] += fixed[r].back(), rank_count[r] += count[r].back();
+      rank_fixed[r] += fixed[r].back();
+      rank_count[r] += count[r].back();
       left -= count[r].back();
     }
   require(left >= 0, "balanced_layer_split: " + std::to_string(stages) + " stages for " +
@@ -142,9 +143,13 @@ inline std::vector<int> balanced_half_split(const StageCosts& c, int L, const Ch
     for (int g = 0; g + 1 < stages; ++g)
       for (int step : {-1, 1}) {
         std::vector<int> t = halves;
-        t[g] += step, t[g + 1] -= step;
+        t[g] += step;
+        t[g + 1] -= step;
         if (t[g] < 1 || t[g + 1] < (g + 1 == stages - 1 ? 0 : 1)) continue;
-        if (better(score(t), score(halves))) halves = t, moved = true;
+        if (better(score(t), score(halves))) {
+          halves = t;
+          moved = true;
+        }
       }
   }
   return halves;
@@ -160,7 +165,7 @@ inline std::string half_split_text(const std::vector<int>& halves, const std::st
 
 // Plain pipeline stages (one chunk per rank).
 inline std::vector<int> balanced_layer_split(const StageCosts& c, int L, int stages) {
-  return balanced_layer_split(c, L, ChunkMap{Placement::looped, stages, 1});
+  return balanced_layer_split(c, L, ChunkMap{ChunkPlacement::looped, stages, 1});
 }
 
 }  // namespace trident::pp

@@ -29,6 +29,7 @@
 #include "../backend/device_comm.hpp"
 #include "../core/comm.hpp"
 #include "../core/memory.hpp"
+#include "../core/message_tags.hpp"
 #include "schedule.hpp"
 #include "timeline.hpp"
 
@@ -41,7 +42,7 @@ class Executor {
   // make_schedule; placement: where the chunks sit (placement.hpp; chunk_map(spec).placement).
   Executor(const backend::DeviceComm<B>& pp, std::vector<Action> actions, int microbatches,
            int chunks, std::size_t activation_size, bool verbose = false,
-           Placement placement = Placement::looped)
+           ChunkPlacement placement = ChunkPlacement::looped)
       : pp_(pp),
         actions_(std::move(actions)),
         m_(microbatches),
@@ -193,7 +194,7 @@ class Executor {
   }
   int tag(Op op, int mb, int receiver_chunk) const {
     const bool backward = op == Op::recv_backward || op == Op::send_backward;
-    return (receiver_chunk * m_ + mb) * 2 + (backward ? 1 : 0);
+    return message_tags::pipeline_tag(receiver_chunk, mb, m_, backward);
   }
   void say(const Action& a, const char* arrow) const {
     if (!verbose_) return;

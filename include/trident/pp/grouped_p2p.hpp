@@ -9,7 +9,7 @@
 // schedule must (1) send from each rank to each other rank in the order the other receives, and
 // (2) not deadlock when every group waits for all its partners to be posted. Both are checked
 // here on the whole schedule, before a step runs; a schedule that fails either takes host
-// staging for its pipeline traffic instead (train/trainer.hpp), with the reason.
+// staging for its pipeline traffic instead (train/device_groups.hpp), with the reason.
 #pragma once
 
 #include <map>

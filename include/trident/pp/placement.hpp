@@ -15,20 +15,20 @@
 
 namespace trident::pp {
 
-enum class Placement { looped, v_shape };
+enum class ChunkPlacement { looped, v_shape };
 
-inline const char* to_string(Placement placement) {
-  return placement == Placement::looped ? "looped" : "V-shape";
+inline const char* to_string(ChunkPlacement placement) {
+  return placement == ChunkPlacement::looped ? "looped" : "V-shape";
 }
 
 // The chunk <-> (rank, chunk) map of p ranks holding v chunks each.
 struct ChunkMap {
-  Placement placement = Placement::looped;
+  ChunkPlacement placement = ChunkPlacement::looped;
   int stages = 1;  // p, pipeline ranks
   int chunks = 1;  // v, model chunks per rank
 
   int virtual_stages() const { return stages * chunks; }
-  bool reversed(int chunk) const { return placement == Placement::v_shape && chunk % 2 == 1; }
+  bool reversed(int chunk) const { return placement == ChunkPlacement::v_shape && chunk % 2 == 1; }
   // The virtual stage that chunk `chunk` of rank `rank` holds.
   int virtual_stage(int chunk, int rank) const {
     return reversed(chunk) ? (chunk + 1) * stages - 1 - rank : chunk * stages + rank;

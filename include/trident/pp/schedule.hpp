@@ -47,47 +47,23 @@
 #include "../core/error.hpp"
 #include "action.hpp"
 #include "placement.hpp"
+#include "schedule_traits.hpp"
 #include "schedule_zbv.hpp"
 
 namespace trident::pp {
 
-enum class ScheduleKind { gpipe, one_f_one_b, interleaved, zb_h1, zbv, forward_only };
-
-inline const char* to_string(ScheduleKind kind) {
-  switch (kind) {
-    case ScheduleKind::gpipe:
-      return "gpipe";
-    case ScheduleKind::one_f_one_b:
-      return "1f1b";
-    case ScheduleKind::interleaved:
-      return "interleaved";
-    case ScheduleKind::zb_h1:
-      return "zb-h1";
-    case ScheduleKind::zbv:
-      return "zbv";
-    case ScheduleKind::forward_only:
-      return "forward-only";
-  }
-  return "?";
-}
-
 // "gpipe", "1f1b", "interleaved", "zb-h1" or "zbv": the training schedules (forward-only is
 // not one).
 inline ScheduleKind parse_schedule(const std::string& name) {
-  for (ScheduleKind kind : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b,
-                            ScheduleKind::interleaved, ScheduleKind::zb_h1, ScheduleKind::zbv})
+  std::string names;
+  for (ScheduleKind kind : kTrainingSchedules) {
     if (name == to_string(kind)) return kind;
-  fail("unknown pipeline schedule '" + name +
-       "' (expected gpipe, 1f1b, interleaved, zb-h1 or zbv)");
-}
-
-// Whether the schedule splits each backward into B and W (zero-bubble).
-inline bool splits_backward(ScheduleKind kind) {
-  return kind == ScheduleKind::zb_h1 || kind == ScheduleKind::zbv;
-}
-// Where a training schedule places its chunks: ZB-V in a V, all others looped.
-inline Placement placement_of(ScheduleKind kind) {
-  return kind == ScheduleKind::zbv ? Placement::v_shape : Placement::looped;
+    names += std::string(names.empty()               ? ""
+                         : kind == ScheduleKind::zbv ? " or "
+                                                     : ", ") +
+             to_string(kind);
+  }
+  fail("unknown pipeline schedule '" + name + "' (expected " + names + ")");
 }
 
 struct ScheduleSpec {
@@ -96,15 +72,14 @@ struct ScheduleSpec {
   int microbatches;
   int chunks = 1;
   // Forward-only: the placement of the training schedule whose chunks it runs; the training
-  // schedules place their own (placement_of).
-  Placement placement = Placement::looped;
+  // schedules place their own (their traits).
+  ChunkPlacement placement = ChunkPlacement::looped;
 };
 
 // Where the spec's chunks sit (placement.hpp).
 inline ChunkMap chunk_map(const ScheduleSpec& spec) {
-  const Placement placement =
-      spec.kind == ScheduleKind::forward_only ? spec.placement : placement_of(spec.kind);
-  return {placement, spec.stages, spec.chunks};
+  const ScheduleTraits& t = traits(spec.kind);
+  return {t.trains ? t.placement : spec.placement, spec.stages, spec.chunks};
 }
 
 namespace detail {
@@ -112,28 +87,26 @@ inline std::string counted(int n, const char* what) {
   return std::to_string(n) + " " + what;
 }
 
-// The training schedules' model chunks per stage and microbatches.
-inline void validate_training(const ScheduleSpec& spec, const std::string& name) {
-  const std::string got = " (got chunks = " + std::to_string(spec.chunks);
-  require(spec.placement == Placement::looped || spec.kind == ScheduleKind::zbv,
+// The schedule's rules (its traits): placement, model chunks per stage, microbatches.
+inline void validate_rules(const ScheduleSpec& spec, const std::string& name) {
+  const ScheduleTraits& t = traits(spec.kind);
+  require(!t.trains || spec.placement == ChunkPlacement::looped ||
+              t.placement == ChunkPlacement::v_shape,
           name + "places its chunks looped (the V-shape is zbv's)");
-  const std::string too_few = "needs at least as many microbatches as stages, m >= p (";
-  const std::string numbers =
-      "): got " + counted(spec.microbatches, "microbatches for ") + counted(spec.stages, "stages");
-  if (spec.kind == ScheduleKind::interleaved) {
-    require(spec.chunks >= 2, name + "needs at least 2 model chunks per stage" + got + ")");
-    require(
-        spec.microbatches % spec.stages == 0,
-        name + "microbatches must be a multiple of stages (Narayanan et al. 2021 §2.2" + numbers);
-  } else if (spec.kind == ScheduleKind::zbv) {
-    require(spec.chunks == 2, name + "takes 2 model chunks per stage, placed in a V" + got + ")");
-    require(spec.microbatches >= spec.stages, name + too_few + "as zb-h1" + numbers);
-  } else {
-    require(spec.chunks == 1,
-            name + "takes 1 model chunk per stage" + got + "; use interleaved for more)");
-    if (spec.kind == ScheduleKind::zb_h1)
-      require(spec.microbatches >= spec.stages, name + too_few + "Qi et al. 2023 §3.1" + numbers);
-  }
+  const std::string chunks =
+      counted(t.min_chunks, t.min_chunks == 1 ? "model chunk" : "model chunks");
+  require(t.takes_chunks(spec.chunks),
+          name + (t.max_chunks == 0 ? "needs at least " : "takes ") + chunks + " per stage" +
+              (t.placement == ChunkPlacement::v_shape ? ", placed in a V" : "") +
+              " (got chunks = " + std::to_string(spec.chunks) +
+              (t.max_chunks == 1 ? "; use interleaved for more)" : ")"));
+  const std::string numbers = " (" + std::string(t.source) + "): got " +
+                              counted(spec.microbatches, "microbatches for ") +
+                              counted(spec.stages, "stages");
+  require(!t.microbatches_multiple_of_stages || spec.microbatches % spec.stages == 0,
+          name + "microbatches must be a multiple of stages" + numbers);
+  require(!t.microbatches_at_least_stages || spec.microbatches >= spec.stages,
+          name + "needs at least as many microbatches as stages, m >= p" + numbers);
 }
 }  // namespace detail
 
@@ -143,11 +116,7 @@ inline void validate(const ScheduleSpec& spec) {
           name + "stages must be at least 1 (got " + std::to_string(spec.stages) + ")");
   require(spec.microbatches >= 1,
           name + "microbatches must be at least 1 (got " + std::to_string(spec.microbatches) + ")");
-  if (spec.kind == ScheduleKind::forward_only)
-    require(spec.chunks >= 1, name + "needs at least 1 model chunk per stage (got chunks = " +
-                                  std::to_string(spec.chunks) + ")");
-  else
-    detail::validate_training(spec, name);
+  detail::validate_rules(spec, name);
 }
 
 // The warm-up of the looped schedules: forwards `stage` runs before its steady state (one

@@ -46,14 +46,31 @@ inline void write_zbv(StageWriter& w, int m) {
     ++wt[c];
   };
   for (int k = 0; k < 2 * (p - s) - 1; ++k) F(0);  // 1. warm-up
-  for (int k = 0; k < s; ++k) F(1), F(0);
-  for (int k = 0; k < p - s; ++k) F(1), B(1), W(1);
+  for (int k = 0; k < s; ++k) {
+    F(1);
+    F(0);
+  }
+  for (int k = 0; k < p - s; ++k) {
+    F(1);
+    B(1);
+    W(1);
+  }
   while (f[1] < f[0] || f[0] < n) {  // 2. steady state
     if (f[0] < n) F(0);
-    B(0), W(0), F(1), B(1), W(1);
+    B(0);
+    W(0);
+    F(1);
+    B(1);
+    W(1);
   }
-  for (int k = 0; k < s; ++k) B(0), B(1);  // 3. cool-down
-  for (int k = 0; k < p - s; ++k) B(0), W(0);
+  for (int k = 0; k < s; ++k) {
+    B(0);
+    B(1);
+  }  // 3. cool-down
+  for (int k = 0; k < p - s; ++k) {
+    B(0);
+    W(0);
+  }
   while (wt[1] < n) W(1);
   while (wt[0] < n) W(0);
 }

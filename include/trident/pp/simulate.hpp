@@ -51,7 +51,7 @@ struct Simulation {
   bool deadlock = false;
   std::string deadlock_reason;
   double makespan = 0;
-  double bubble_fraction = 0;
+  double bubble_share = 0;  // idle / (stages x makespan), timeline.hpp
   // peak_in_flight[s]: most microbatch-chunks whose forward has run on stage s and whose backward
   // (zero-bubble: whose W) has not (activations held).
   std::vector<int> peak_in_flight;
@@ -198,7 +198,7 @@ class Player {
                               describe(schedule_, s, next_[s]) + " waits forever";
     }
     sim_.makespan = sim_.timeline.makespan();
-    sim_.bubble_fraction = sim_.timeline.bubble_fraction();
+    sim_.bubble_share = sim_.timeline.bubble_share();
     return std::move(sim_);
   }
 
@@ -267,7 +267,7 @@ class Player {
 // placement: where the schedule's chunks sit (placement.hpp; chunk_map(spec).placement for a
 // schedule from make_schedule); the number of chunks is read from the actions.
 inline Simulation simulate(const std::vector<std::vector<Action>>& schedule, Costs costs = {},
-                           Placement placement = Placement::looped) {
+                           ChunkPlacement placement = ChunkPlacement::looped) {
   require(!schedule.empty(), "pipeline schedule: no stages to simulate");
   require(costs.stage.empty() || costs.stage.size() == schedule.size(),
           "pipeline schedule: pass times given for " + std::to_string(costs.stage.size()) +

@@ -75,13 +75,16 @@ struct SvgLayout {
       if (is_compute(s.kind) && s.end > s.begin && (shortest == 0 || s.end - s.begin < shortest))
         shortest = s.end - s.begin;
     }
-    t0 = timeline.start(), span = timeline.makespan() > 0 ? timeline.makespan() : 1;
+    t0 = timeline.start();
+    span = timeline.makespan() > 0 ? timeline.makespan() : 1;
     plot = shortest > 0 ? std::clamp(20 * span / shortest, 960.0, 4800.0) : 960;
-    scale = plot / span, width = left + plot + right;
+    scale = plot / span;
+    width = left + plot + right;
     panel = o.in_flight ? 30 + timeline.ranks * strip : 0;
     axis = top + timeline.ranks * (row + gap) + panel;
     const int swatch_lines = (microbatches + per_line - 1) / per_line;
-    legend = axis + 44, height = legend + 28 + swatch_lines * 22 + 8;
+    legend = axis + 44;
+    height = legend + 28 + swatch_lines * 22 + 8;
   }
   double y(int rank) const { return top + rank * (row + gap); }
 };
@@ -281,7 +284,8 @@ inline std::string timeline_svg(const Timeline& timeline, const std::string& tit
                                 const std::string& row_label = "stage",
                                 const std::string& numbered = "microbatch") {
   SvgOptions o;
-  o.row_label = row_label, o.numbered = numbered;
+  o.row_label = row_label;
+  o.numbered = numbered;
   return timeline_svg(timeline, title, o);
 }
 
@@ -297,7 +301,8 @@ inline void write_timeline_svg(const std::string& path, const Timeline& timeline
                                const std::string& title, const std::string& row_label = "stage",
                                const std::string& numbered = "microbatch") {
   SvgOptions o;
-  o.row_label = row_label, o.numbered = numbered;
+  o.row_label = row_label;
+  o.numbered = numbered;
   write_timeline_svg(path, timeline, title, o);
 }
 

@@ -3,7 +3,7 @@
 // A Timeline is a list of intervals (rank, kind, microbatch, chunk, begin, end). The simulator
 // (simulate.hpp) produces one in cost units; the executor can record one in seconds. Both are
 // drawn by svg.hpp and exported by io/chrome_trace.hpp. The pipeline bubble (Huang et al. 2019)
-// is the time ranks spend not computing: bubble_fraction = idle time summed over ranks /
+// is the time ranks spend not computing: bubble_share = idle time summed over ranks /
 // (ranks * makespan), where a rank's idle time is makespan minus its forward + backward (B and W)
 // time.
 #pragma once
@@ -62,7 +62,7 @@ struct Timeline {
     for (const Interval& s : intervals) end = std::max(end, s.end);
     return end - start();
   }
-  double bubble_fraction() const {
+  double bubble_share() const {
     const double total = makespan() * ranks;
     if (total <= 0) return 0;
     double compute = 0;

@@ -55,7 +55,8 @@ struct GradientReport {
            ++b) {
         const GradientCheck& c = checks[b];
         const double diff = std::abs(c.numeric - c.analytic);
-        worst = std::max(worst, diff), scale = std::max(scale, c.scale);
+        worst = std::max(worst, diff);
+        scale = std::max(scale, c.scale);
         relative = std::max(relative, diff / std::max(c.scale, 1e-300));
         good = good && c.ok();
       }
@@ -81,7 +82,10 @@ inline void check_elements(GradientReport& r, const std::string& part, const std
   double scale = 0;
   std::size_t largest = 0;
   for (std::size_t k = 0; k < n; ++k)
-    if (std::abs(grad[k]) > scale) scale = std::abs(grad[k]), largest = k;
+    if (std::abs(grad[k]) > scale) {
+      scale = std::abs(grad[k]);
+      largest = k;
+    }
   std::vector<std::size_t> at = {largest, 0, n / 2, n - 1};
   std::sort(at.begin(), at.end());
   at.erase(std::unique(at.begin(), at.end()), at.end());

@@ -58,7 +58,10 @@ struct Units {
   template <class M>
   Units(const M& model, const std::vector<UnitSpec>& specs) {
     for (const UnitSpec& s : specs) w.push_back(initial_unit(model, s));
-    for (auto& v : w) g.emplace_back(v.size(), 0.0), wp.push_back(v.data());
+    for (auto& v : w) {
+      g.emplace_back(v.size(), 0.0);
+      wp.push_back(v.data());
+    }
     for (auto& v : g) gp.push_back(v.data());
   }
   void check(GradientReport& r, const std::string& part, const std::vector<UnitSpec>& specs,

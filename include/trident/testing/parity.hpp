@@ -103,35 +103,56 @@ std::map<std::string, std::vector<double>> whole_parameters(Trainer& t) {
   return out;
 }
 
-// The largest relative difference (per tensor: over its largest |value|) of the parameter
-// elements this rank holds from `whole` (by global index; padding against 0); `where` its name.
-// `compared` counts the elements.
-template <class Trainer>
-double parameter_difference(Trainer& run, const std::map<std::string, std::vector<double>>& whole,
-                            std::string& where, std::size_t& compared) {
+// How far the parameter elements this rank holds are from `whole` (by global index; padding
+// against 0): the largest relative difference of a tensor (over its largest |value|) and its
+// name, the elements compared, and the squared 2-norms of the difference and of `whole` over
+// the elements counted(chunk, unit, param) gives this rank to count (each element once over all
+// ranks, for a whole-model norm: runs whose rounding differs from one process's, float, bf16).
+struct ParameterDifference {
   double worst = 0;
+  std::string where;
+  std::size_t compared = 0;
+  double diff2 = 0, norm2 = 0;
+};
+template <class Trainer, class Counted>
+ParameterDifference compare_parameters(Trainer& run,
+                                       const std::map<std::string, std::vector<double>>& whole,
+                                       Counted&& counted) {
+  ParameterDifference d;
   for (int ch = 0; ch < run.chunks(); ++ch) {
     auto& st = run.chunk(ch).store();
     for (int u = 0; u < st.size(); ++u) {
       const std::vector<double> p = unit_parameters(run, ch, u);
       for (const LocalParam& lp : st.layout(u).params) {
         const std::vector<double>& want = whole.at(lp.spec.name);
+        const bool count = counted(ch, u, lp);
         double scale = 0, diff = 0;
         for (double x : want) scale = std::max(scale, std::abs(x));
         const ShardLayout& l = lp.layout;
         for (std::int64_t i = 0; i < l.local_rows(); ++i)
-          for (std::int64_t j = 0; j < l.local_cols(); ++j, ++compared) {
+          for (std::int64_t j = 0; j < l.local_cols(); ++j, ++d.compared) {
             const std::int64_t g = l.global_offset(i, j, l.rank());
-            diff = std::max(
-                diff, std::abs(p[lp.offset + i * l.local_cols() + j] - (g < 0 ? 0.0 : want[g])));
+            const double got = p[lp.offset + i * l.local_cols() + j], ref = g < 0 ? 0.0 : want[g];
+            diff = std::max(diff, std::abs(got - ref));
+            if (count) {
+              d.diff2 += (got - ref) * (got - ref);
+              d.norm2 += ref * ref;
+            }
           }
         const double relative = scale > 0 ? diff / scale : diff;
-        if (relative > worst || where.empty())
-          worst = std::max(worst, relative), where = lp.spec.name;
+        if (relative > d.worst || d.where.empty()) {
+          d.worst = std::max(d.worst, relative);
+          d.where = lp.spec.name;
+        }
       }
     }
   }
-  return worst;
+  return d;
+}
+template <class Trainer>
+ParameterDifference compare_parameters(Trainer& run,
+                                       const std::map<std::string, std::vector<double>>& whole) {
+  return compare_parameters(run, whole, [](int, int, const LocalParam&) { return false; });
 }
 
 namespace detail {
@@ -149,7 +170,8 @@ Reference run_reference(const Comm& world, const M& model, const TokenSource& da
   Trainer<M, double> t(self, model, single_process(base), data);
   for (int s = 0; s < steps; ++s) {
     const StepResult r = t.step();
-    ref.losses.push_back(r.loss), ref.norms.push_back(r.grad_norm);
+    ref.losses.push_back(r.loss);
+    ref.norms.push_back(r.grad_norm);
   }
   ref.params = whole_parameters(t);
   return ref;
@@ -176,9 +198,9 @@ void run_case(const Comm& world, const M& model, const TokenSource& data, const 
           diffs[0] = std::max(diffs[0], std::abs(r.loss - ref.losses[s]) / std::abs(ref.losses[s]));
           diffs[1] = std::max(diffs[1], std::abs(r.grad_norm - ref.norms[s]) / ref.norms[s]);
         }
-        std::size_t compared = 0;
-        diffs[2] = parameter_difference(run, ref.params, where, compared);
-        if (compared == 0) diffs[2] = INFINITY, where = "no parameter compared";
+        const ParameterDifference d = compare_parameters(run, ref.params);
+        diffs[2] = d.compared ? d.worst : INFINITY;
+        where = d.compared ? d.where : "no parameter compared";
       } catch (const Error& e) {  // the same on every rank of the case (validate is pure)
         refused = e.what();
       }
@@ -190,9 +212,12 @@ void run_case(const Comm& world, const M& model, const TokenSource& data, const 
   const int holder =
       world.all_reduce_value(mine == diffs[2] ? world.rank() : world.size(), ReduceOp::min);
   o.where = trident::broadcast_text(world, where, holder < world.size() ? holder : 0);
-  o.loss = diffs[0], o.norm = diffs[1], o.params = diffs[2];
+  o.loss = diffs[0];
+  o.norm = diffs[1];
+  o.params = diffs[2];
   if (!refused.empty()) {
-    o.status = ParityOutcome::Status::refused, o.reason = refused;
+    o.status = ParityOutcome::Status::refused;
+    o.reason = refused;
     return;
   }
   const bool pass = o.loss <= tol && o.norm <= 10 * tol && o.params <= tol;
@@ -212,7 +237,8 @@ ParityReport check_parity(const Comm& world, const M& model, const TokenSource& 
   if (!threads_configured()) configure_threads(world);  // before any Trainer on a sub-group
   require(steps >= 1, "check_parity: at least one step");
   ParityReport report;
-  report.steps = steps, report.tolerance = tol;
+  report.steps = steps;
+  report.tolerance = tol;
   const detail::Reference ref = detail::run_reference(world, model, data, base, steps);
   for (const ParityCase& c : cases) {
     ParityOutcome o;

@@ -59,23 +59,15 @@ std::vector<ParityCase> default_cases(const M&, const TrainOptions& base, int ra
   ParityCase sp = parity_case("TP2 sequence parallel", base, {2, 1, 1});
   sp.run.sequence_parallel = true;
   add(sp, 2);
-  struct Schedule {
-    const char* name;
-    ScheduleKind kind;
-    int virtual_stages;
-    Recompute recompute;
-  };
-  for (const Schedule& s :
-       {Schedule{"gpipe", ScheduleKind::gpipe, 1, Recompute::none},
-        Schedule{"1f1b", ScheduleKind::one_f_one_b, 1, Recompute::none},
-        Schedule{"1f1b recompute", ScheduleKind::one_f_one_b, 1, Recompute::full},
-        Schedule{"interleaved", ScheduleKind::interleaved, 2, Recompute::none},
-        Schedule{"zb-h1", ScheduleKind::zb_h1, 1, Recompute::none},
-        Schedule{"zbv", ScheduleKind::zbv, 2, Recompute::none}}) {
-    ParityCase c = parity_case(std::string("PP2 ") + s.name, base, {1, 2, 1}, 4);
-    c.run.schedule = s.kind, c.run.virtual_stages = s.virtual_stages, c.run.recompute = s.recompute;
+  for (ScheduleKind kind : pp::kTrainingSchedules) {  // every schedule, as its traits run it
+    ParityCase c = parity_case(std::string("PP2 ") + pp::to_string(kind), base, {1, 2, 1}, 4);
+    c.run.schedule = kind;
+    c.run.virtual_stages = pp::traits(kind).min_chunks;
     add(c, 2);
   }
+  ParityCase recompute = parity_case("PP2 1f1b recompute", base, {1, 2, 1}, 4);
+  recompute.run.recompute = Recompute::full;
+  add(recompute, 2);
   for (int stage = 0; stage <= 3; ++stage) {
     ParityCase c = parity_case("DP2 ZeRO-" + std::to_string(stage), base, {1, 1, 2}, 2);
     c.run.zero.stage = stage;
@@ -87,14 +79,16 @@ std::vector<ParityCase> default_cases(const M&, const TrainOptions& base, int ra
   tp_dp.run.zero.stage = 3;
   add(tp_dp, 4);
   ParityCase pp_dp = parity_case("PP2 x DP2 zb-h1 ZeRO-1", base, {1, 2, 2}, 2);
-  pp_dp.run.schedule = ScheduleKind::zb_h1, pp_dp.run.zero.stage = 1;
+  pp_dp.run.schedule = ScheduleKind::zb_h1;
+  pp_dp.run.zero.stage = 1;
   add(pp_dp, 4);
   add(parity_case("TP4", base, {4, 1, 1}), 4);
   add(parity_case("PP4 1f1b", base, {1, 4, 1}, 4), 4);
   for (bool sp : {false, true}) {
     ParityCase all = parity_case(sp ? "TP2 x PP2 x DP2 ZeRO-1 SP" : "TP2 x PP2 x DP2 ZeRO-1", base,
                                  {2, 2, 2}, 2);
-    all.run.zero.stage = 1, all.run.sequence_parallel = sp;
+    all.run.zero.stage = 1;
+    all.run.sequence_parallel = sp;
     add(all, 8);
   }
   return out;

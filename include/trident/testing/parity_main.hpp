@@ -52,7 +52,10 @@ int parity_main(int argc, char** argv, const M& model, const TokenSource& data,
       for (const std::string& n : names) {
         bool found = false;
         for (const ParityCase& c : cases)
-          if (c.name == n) chosen.push_back(c), found = true;
+          if (c.name == n) {
+            chosen.push_back(c);
+            found = true;
+          }
         require(found, "--case '" + n + "': no such case at " + std::to_string(world.size()) +
                            " ranks (--list prints them)");
       }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "../core/message_tags.hpp"
 #include "../tensor/redistribute.hpp"
 #include "trainer.hpp"
 
@@ -33,19 +34,19 @@ void send_to_first_stage(const Comm& pp, NamedTensors<T>& tensors) {
       std::int64_t sizes[3] = {static_cast<std::int64_t>(head.size()),
                                static_cast<std::int64_t>(names.size()),
                                static_cast<std::int64_t>(data.size())};
-      pp.send(Span<const std::int64_t>(sizes, 3), 0, 0);
-      pp.send(Span<const std::int64_t>(head), 0, 1);
-      pp.send(Span<const char>(names.data(), names.size()), 0, 2);
-      pp.send(Span<const T>(data), 0, 3);
+      pp.send(Span<const std::int64_t>(sizes, 3), 0, message_tags::kCollectSizes);
+      pp.send(Span<const std::int64_t>(head), 0, message_tags::kCollectHeads);
+      pp.send(Span<const char>(names.data(), names.size()), 0, message_tags::kCollectNames);
+      pp.send(Span<const T>(data), 0, message_tags::kCollectData);
     } else if (pp.rank() == 0) {
       std::int64_t sizes[3];
-      pp.recv(Span<std::int64_t>(sizes, 3), s, 0);
+      pp.recv(Span<std::int64_t>(sizes, 3), s, message_tags::kCollectSizes);
       std::vector<std::int64_t> head(sizes[0]);
       std::string names(sizes[1], ' ');
       std::vector<T> data(sizes[2]);
-      pp.recv(Span<std::int64_t>(head), s, 1);
-      pp.recv(Span<char>(names.data(), names.size()), s, 2);
-      pp.recv(Span<T>(data), s, 3);
+      pp.recv(Span<std::int64_t>(head), s, message_tags::kCollectHeads);
+      pp.recv(Span<char>(names.data(), names.size()), s, message_tags::kCollectNames);
+      pp.recv(Span<T>(data), s, message_tags::kCollectData);
       std::size_t at_name = 0, at_data = 0;
       for (std::int64_t k = 0; k < head[0]; ++k) {
         const std::int64_t len = head[1 + 3 * k], rows = head[2 + 3 * k], cols = head[3 + 3 * k];

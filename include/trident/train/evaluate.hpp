@@ -55,12 +55,9 @@ template <class M, class T, class S, class B>
   const int seq = t.model().seq(), m = o.microbatches, b = o.rows_per_microbatch();
   const T scale = T(1) / (T(o.batch) * T(seq));  // 1 / tokens of one global batch
   double sum = 0;                                // this rank's share of the batches' losses
-  std::vector<Microbatch> micro;
   for (int k = 0; k < batches; ++k) {
-    micro.clear();
-    for (int mb = 0; mb < m; ++mb)
-      micro.push_back(cp_slice(t.tp().cp, sample_rows(held_out, o.data_seed, k,
-                                                      (t.mesh().coord().dp * m + mb) * b, b, seq)));
+    const std::vector<Microbatch> micro =
+        replica_microbatches(held_out, o.data_seed, k, t.mesh().coord().dp, m, b, seq, t.tp().cp);
     run_forward_only(t, m, [&](int mb, int c, const T* in, T* out) {
       sum += t.chunk(c).forward_only(micro[mb], in, out, scale);
     });

@@ -38,7 +38,7 @@ std::size_t local_parameters(Trainer<M, T, S, B>& t) {
 template <class M, class T, class S, class B>
 ModelStates model_state_formula(Trainer<M, T, S, B>& t) {
   const plan::ModelStateBytes b =
-      plan::model_state_bytes(double(local_parameters(t)), t.options().zero.stage,
+      plan::model_state_bytes(double(local_parameters(t)), t.options().zero,
                               t.mesh().dp_cp().size(), plan::trident_precision<T, S>());
   return {b.params, b.grads, b.optimizer};
 }
@@ -91,8 +91,7 @@ double chunk_tp_bytes(Trainer<M, T, S, B>& t, int c) {
     UnitStore<T, S, B>& st = t.chunk(c).store();
     double replicated = 0;  // TP-replicated elements of the reduced gradients held here
     for (int u = 0; u < st.size(); ++u) {
-      const std::size_t held = st.reduced_grads(u).size(),
-                        begin = st.policy().stage == 0 ? 0 : st.shard_begin(u);
+      const std::size_t held = st.reduced_grads(u).size(), begin = st.owned_begin(u);
       for_each_param_in(st.layout(u), begin, begin + held,
                         [&](const LocalParam& lp, std::size_t a, std::size_t b) {
                           if (lp.tp_replicated()) replicated += double(b - a);
@@ -147,9 +146,9 @@ double chunk_dp_bytes(Trainer<M, T, S, B>& t, int c) {
     fwd_gathers += bytes * st.layout(u).forward_reads;
     bwd_gathers += bytes * st.layout(u).backward_reads;
   }
-  const double reductions = (z.stage >= 2 && z.reduce == GradReduce::per_microbatch) ? m : 1;
-  const double gathered = z.keep_gathered ? psi : m * (fwd_gathers + bwd_gathers);
-  return plan::zero_dp_bytes(z.stage, psi, psi, reductions, gathered).total();
+  const double reductions = z.reduces_per_microbatch() ? m : 1;
+  const double gathered = z.gathers_per_microbatch() ? m * (fwd_gathers + bwd_gathers) : psi;
+  return plan::zero_dp_bytes(z, psi, psi, reductions, gathered).total();
 }
 
 }  // namespace traffic_detail
@@ -175,7 +174,7 @@ double chunk_dp_bytes(Trainer<M, T, S, B>& t, int c) {
 //    twice).
 //  emb: each tied parameter's gradient whose copies are on the first and the last pipeline rank
 //    (the part this rank holds), once per step; a layer split between neighbouring ranks sends
-//    its copy's over PP instead (train/trainer.hpp, sum_tied_gradients).
+//    its copy's over PP instead (train/ties.hpp, sum_tied_gradients).
 //  A stage boundary inside a layer: each half has half the layer's TP calls.
 template <class M, class T, class S, class B>
 Traffic traffic_formula(Trainer<M, T, S, B>& t) {

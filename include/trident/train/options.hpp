@@ -1,8 +1,9 @@
 // trident/train/options.hpp: everything that defines a training run but the model, and the
 // run's checks (the model checks itself: model/model.hpp).
 //
-// Every check is a pure function of the options and the world size, so each rank throws the
-// same Error (ARCHITECTURE §6: bad input never hangs).
+// Every check is a pure function of the options and the world size (and of the backend type and
+// the token source's vocabulary), so each rank throws the same Error (ARCHITECTURE §6: bad input
+// never hangs).
 #pragma once
 
 #include <algorithm>
@@ -12,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "../core/message_tags.hpp"
 #include "../cp/context_parallel.hpp"
+#include "../data/tokens.hpp"
 #include "../mesh/mesh.hpp"
 #include "../model/model.hpp"
 #include "../optim/adamw.hpp"
@@ -46,7 +49,9 @@ struct TrainOptions {
 
   int virtual_stage_count() const { return mesh.pp * virtual_stages; }
   // Which pipeline rank holds which virtual stage (pp/placement.hpp): looped, or ZB-V's V.
-  pp::ChunkMap chunk_map() const { return {pp::placement_of(schedule), mesh.pp, virtual_stages}; }
+  pp::ChunkMap chunk_map() const {
+    return {pp::traits(schedule).placement, mesh.pp, virtual_stages};
+  }
   // Whether pipeline rank `stage` holds the last virtual stage (the LM head and the loss).
   bool holds_loss(int stage) const { return chunk_map().last_rank() == stage; }
   int rows_per_microbatch() const { return batch / (mesh.dp * microbatches); }
@@ -112,18 +117,20 @@ void validate(const M& model, const TrainOptions& o, int world_size) {
     validate_cp_split(model.seq(), o.mesh.cp, o.cp_split);
   }
   require(o.virtual_stages >= 1, "--virtual-stages must be at least 1, got " + s(o.virtual_stages));
-  require(o.virtual_stages == 1 || o.schedule == pp::ScheduleKind::interleaved ||
-              o.schedule == pp::ScheduleKind::zbv,
-          std::string("virtual stages need the interleaved or zbv schedule (") +
-              pp::to_string(o.schedule) + " runs 1 model chunk per pipeline rank)");
-  require(o.virtual_stages == 2 || o.schedule != pp::ScheduleKind::zbv,
-          "zbv runs 2 model chunks per pipeline rank, placed in a V: --virtual-stages must be 2 "
-          "(got " +
-              s(o.virtual_stages) + ")");
+  const pp::ScheduleTraits& schedule = pp::traits(o.schedule);
+  require(o.virtual_stages == 1 || schedule.max_chunks != 1,
+          std::string("virtual stages need the interleaved or zbv schedule (") + schedule.name +
+              " runs 1 model chunk per pipeline rank)");
+  require(schedule.takes_chunks(o.virtual_stages),
+          std::string(schedule.name) + " runs " + s(schedule.min_chunks) +
+              " model chunks per pipeline rank" +
+              (schedule.placement == pp::ChunkPlacement::v_shape ? ", placed in a V" : "") +
+              ": --virtual-stages must be " + s(schedule.min_chunks) +
+              (schedule.max_chunks == 0 ? " or more" : "") + " (got " + s(o.virtual_stages) + ")");
   require(o.recompute != Recompute::selective,
           "--recompute: the trainer recomputes none or full blocks; selective recomputation is "
           "modelled by the planner only");
-  require(!(o.recompute == Recompute::full && pp::splits_backward(o.schedule)),
+  require(!(o.recompute == Recompute::full && pp::traits(o.schedule).splits_backward),
           std::string(pp::to_string(o.schedule)) +
               " cannot honour --recompute: its W pass (weight gradients) runs after B and needs "
               "the block activations that full recomputation drops after B; use 1f1b with "
@@ -131,6 +138,12 @@ void validate(const M& model, const TrainOptions& o, int world_size) {
   layer_split(model, o);
   require(o.microbatches >= 1, "microbatches must be at least 1");
   pp::validate({o.schedule, o.mesh.pp, o.microbatches, o.virtual_stages});
+  const long long tags = message_tags::pipeline_tags(o.virtual_stages, o.microbatches);
+  require(o.mesh.pp == 1 || tags <= message_tags::kTiedGradients,
+          "too many microbatches for the pipeline's message tags: 2 x " + s(o.virtual_stages) +
+              " model chunks x " + s(o.microbatches) + " microbatches = " + s(tags) +
+              " tags, at most " + s(message_tags::kTiedGradients) +
+              " (the tied gradients' tag, core/message_tags.hpp)");
   require(o.batch >= 1, "the global batch must be at least 1 sequence");
   require(o.batch % (o.mesh.dp * o.microbatches) == 0,
           "the global batch of " + s(o.batch) + " sequences is not divisible by DP=" +
@@ -140,6 +153,18 @@ void validate(const M& model, const TrainOptions& o, int world_size) {
   std::snprintf(lr, sizeof lr, "%g", o.optimizer.lr);
   require(std::isfinite(o.optimizer.lr) && o.optimizer.lr > 0,
           std::string("the learning rate (--lr) must be a finite number > 0, got ") + lr);
+}
+
+// What the backend B and the token source allow of the run: ring attention's kernels are host
+// code (cp/ring_attention.hpp), and every token id must be in the model's vocabulary.
+template <class B, class M>
+void validate_backend_and_data(const M& model, const TrainOptions& o, const TokenSource& data) {
+  require(o.mesh.cp == 1 || B::kHostKernels,
+          std::string("context parallelism: ring attention has no ") + B::kName +
+              " kernel yet (--cp runs on the cpu and emulated backends)");
+  require(data.vocab() <= model.vocab(),
+          "the data '" + data.name() + "' has token ids up to " + std::to_string(data.vocab() - 1) +
+              ", at or above the model's vocabulary of " + std::to_string(model.vocab()));
 }
 
 }  // namespace trident

@@ -27,7 +27,10 @@ template <class M, class T, class S, class B>
 RankFigures rank_memory_figures(Trainer<M, T, S, B>& t) {
   RankFigures f;
   const MeshCoord c = t.mesh().coord();
-  f.tp = c.tp, f.pp = c.pp, f.dp = c.dp, f.cp = c.cp;
+  f.tp = c.tp;
+  f.pp = c.pp;
+  f.dp = c.dp;
+  f.cp = c.cp;
   const MemoryStats& mem = memory_stats();
   f.parameters = double(mem.current(MemoryKind::parameters));
   f.gradients = double(mem.current(MemoryKind::gradients));
@@ -82,19 +85,18 @@ RunReport make_report(Trainer<M, T, S, B>& t, const std::vector<StepResult>& mea
   report.ranks.resize(world.size());
   std::copy_n(all.data(), all.size(), reinterpret_cast<double*>(report.ranks.data()));
   double compute = 0, makespan = 0, most = 0;
-  for (const RankFigures& r : report.ranks)
-    compute += r.compute, makespan = std::max(makespan, r.end), most = std::max(most, r.compute);
+  for (const RankFigures& r : report.ranks) {
+    compute += r.compute;
+    makespan = std::max(makespan, r.end);
+    most = std::max(most, r.compute);
+  }
   // no measured step (a run of one step): no bubble to report
   report.bubble = makespan > 0 ? 1.0 - compute / (report.ranks.size() * makespan) : std::nan("");
   report.busiest_idle = makespan > 0 ? 1.0 - most / makespan : std::nan("");
   const TrainOptions& o = t.options();
-  // GPipe, 1F1B and interleaved 1F1B: (p-1)/(v m + p-1); ZB-H1 with F = B = W: (p-1)/(3m + p-1);
-  // ZB-V with F = B = W: idle / (3m + idle), idle = max((p-1)/2, 2p-1-m)
-  report.bubble_formula = o.schedule == pp::ScheduleKind::zb_h1
-                              ? plan::zb_h1_bubble_share(o.mesh.pp, o.microbatches)
-                          : o.schedule == pp::ScheduleKind::zbv
-                              ? plan::zbv_bubble_share(o.mesh.pp, o.microbatches)
-                              : plan::bubble_share(o.mesh.pp, o.microbatches, o.virtual_stages);
+  // the schedule's formula with F = B = W (pp/schedule_traits.hpp, pp/bubble.hpp)
+  report.bubble_formula =
+      pp::traits(o.schedule).bubble_share(o.mesh.pp, o.microbatches, o.virtual_stages);
   return report;
 }
 

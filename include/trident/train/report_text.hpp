@@ -37,7 +37,10 @@ void print_stage_balance(const RunReport& r, const M& model, const TrainOptions&
   for (const RankFigures& f : r.ranks)
     measured[int(f.pp)] += f.compute / (o.mesh.tp * o.mesh.dp * o.mesh.cp);
   double cost_sum = 0, busy_sum = 0;
-  for (int s = 0; s < p; ++s) cost_sum += predicted[s], busy_sum += measured[s];
+  for (int s = 0; s < p; ++s) {
+    cost_sum += predicted[s];
+    busy_sum += measured[s];
+  }
   std::printf(
       "\npipeline stages (layers %s; chunks joined by +): busy ms per step, predicted (the\n"
       "cost model's share of the measured total) / measured\n",
@@ -142,7 +145,7 @@ inline void print_memory_legend(const RunReport& r, const TrainOptions& o) {
   const plan::Precision& p = r.precision;
   const bool master = p.optimizer_bytes > 2 * p.activation_bytes;
   std::printf("(formula): ZeRO-%d's %s bytes, K = %g (%s), Nd = %d (%s), Ψ = the\n", o.zero.stage,
-              zero_states_form(o.zero.stage, p).c_str(), p.optimizer_bytes,
+              zero_states_form(o.zero, p).c_str(), p.optimizer_bytes,
               master ? "fp32 master weights and Adam's 2 moments" : "Adam's 2 moments",
               o.mesh.dp * o.mesh.cp, o.mesh.cp > 1 ? "DP x CP" : "DP");
   std::printf(

@@ -103,7 +103,8 @@ std::vector<std::int32_t> sample(Trainer<M, T, S, B>& t, const std::vector<std::
       token = choose_token(std::vector<double>(logits.begin(), logits.end()), s.temperature,
                            s.top_k, uniform_draw(s.seed, i));
     mesh.world().broadcast(Span<int>(&token, 1), chooser);
-    text.push_back(token), out.push_back(token);
+    text.push_back(token);
+    out.push_back(token);
   }
   return out;
 }

@@ -5,14 +5,20 @@
 // (else one Error naming both, the same on every rank: each rank checks every tie from the
 // model's declarations, not from what it holds). A layer whose halves lie on two virtual stages
 // (a stage boundary inside it, nn/block_halves.hpp) is tied too: each copy takes its half's
-// gradients, the sum is the layer's. The trainer sums the copies' gradients where they live —
-// here when both virtual stages are on this rank, else between the two pipeline ranks. The
-// first copy is the one counted (gradient norm, checkpoint, collect).
+// gradients, the sum is the layer's. After the last backward the copies' gradients are summed
+// where they live (sum_tied_gradients) — here when both virtual stages are on this rank, else
+// between the two pipeline ranks. The first copy is the one counted (gradient norm, checkpoint,
+// collect).
 #pragma once
 
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "../backend/device_buffer.hpp"
+#include "../backend/ops.hpp"
+#include "../core/message_tags.hpp"
+#include "../mesh/device_mesh.hpp"
 #include "options.hpp"
 
 namespace trident {
@@ -22,7 +28,8 @@ namespace trident {
 inline StageSpec stage_spec(const std::vector<int>& split, int g) {
   const int begin = std::accumulate(split.begin(), split.begin() + g, 0), end = begin + split[g];
   StageSpec s{g, static_cast<int>(split.size()), begin / 2, (end + 1) / 2 - begin / 2};
-  s.from_second_half = begin % 2 == 1, s.to_first_half = end % 2 == 1;
+  s.from_second_half = begin % 2 == 1;
+  s.to_first_half = end % 2 == 1;
   return s;
 }
 
@@ -115,6 +122,46 @@ std::vector<LocalTie> locate_ties(const M& model, const std::vector<int>& split,
     out.push_back(l);
   }
   return out;
+}
+
+// Whether unit u of chunk c is the second copy of a tie (the first is the one counted).
+inline bool tied_copy(const std::vector<LocalTie>& ties, int c, int u) {
+  for (const LocalTie& t : ties)
+    if (t.other_chunk == c && t.other_unit == u) return true;
+  return false;
+}
+
+// Sums the DP-reduced gradients of each tie's copies (ARCHITECTURE §2, step 4), chunks[c] being
+// this rank's chunk c (its store() a UnitStore, zero/unit_store.hpp): here when both copies are
+// on this rank; over the embedding group (Megatron's, mesh/mesh.hpp) when they are on the first and
+// the last pipeline rank; else with the pipeline rank holding the other (a layer split between
+// neighbours), each side adding the other's copy to its own. Either way the two copies stay
+// bitwise equal (floating-point addition is commutative).
+template <class B, class Chunks>
+void sum_tied_gradients(const std::vector<LocalTie>& ties, Chunks& chunks,
+                        const DeviceMesh<B>& groups) {
+  for (const LocalTie& t : ties) {
+    if (t.on_this_rank()) {  // one sum, the same in both copies
+      const auto a = chunks[t.chunk]->store().reduced_grads(t.unit),
+                 b = chunks[t.other_chunk]->store().reduced_grads(t.other_unit);
+      backend::sum_both<B>(a.data(), b.data(), a.size());
+      continue;
+    }
+    if (t.peer < 0) continue;  // neither copy here
+    const bool first = t.chunk >= 0;
+    const auto mine = chunks[first ? t.chunk : t.other_chunk]->store().reduced_grads(
+        first ? t.unit : t.other_unit);
+    if (t.over_embedding_group) {
+      groups.embedding().all_reduce(mine.data(), mine.size());
+      continue;
+    }
+    using S = std::remove_pointer_t<decltype(mine.data())>;
+    backend::DeviceBuffer<S, B> theirs(MemoryKind::buffers, mine.size(), Fill::none);
+    groups.pp().exchange(mine.data(), theirs.data(), mine.size(), t.peer,
+                         message_tags::kTiedGradients);
+    // a + b == b + a: the same on both sides
+    backend::accumulate<B>(mine.data(), theirs.data(), mine.size());
+  }
 }
 
 }  // namespace trident

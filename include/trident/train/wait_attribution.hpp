@@ -39,7 +39,8 @@ class WaitAttribution {
     world.all_gather(Span<const int>(&count, 1), Span<int>(counts));
     const std::size_t most = std::size_t(*std::max_element(counts.begin(), counts.end()));
     mine[0] = count;
-    mine.resize(kHeader + kPerCall * most, 0.0), matches.resize(most, 0);
+    mine.resize(kHeader + kPerCall * most, 0.0);
+    matches.resize(most, 0);
     std::vector<double> all(mine.size() * std::size_t(world.size()));
     std::vector<std::uint64_t> all_matches(most * std::size_t(world.size()));
     world.all_gather(Span<const double>(mine), Span<double>(all));
@@ -111,7 +112,9 @@ class WaitAttribution {
     for (int r = 0; r < ranks_; ++r) {
       const double* h = all.data() + per_rank * std::size_t(r);
       RankWaits& w = last_[std::size_t(r)];
-      w.step = h[1], w.compute = h[2], w.injected = h[3];
+      w.step = h[1];
+      w.compute = h[2];
+      w.injected = h[3];
       for (std::size_t k = 0; k < std::size_t(h[0]); ++k) {
         const double* c = h + kHeader + kPerCall * k;
         stamps.push_back(
@@ -121,7 +124,10 @@ class WaitAttribution {
     attribute_waits(stamps, last_);
     for (int r = 0; r < ranks_; ++r) {
       RankWaits &t = total_[std::size_t(r)], &l = last_[std::size_t(r)];
-      t.step += l.step, t.compute += l.compute, t.exposed += l.exposed, t.waiting += l.waiting;
+      t.step += l.step;
+      t.compute += l.compute;
+      t.exposed += l.exposed;
+      t.waiting += l.waiting;
       t.injected += l.injected;
       for (std::size_t k = 0; k < t.waited_for.size(); ++k) t.waited_for[k] += l.waited_for[k];
     }

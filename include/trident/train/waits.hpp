@@ -24,6 +24,7 @@
 
 #include "../core/comm.hpp"
 #include "../core/flight_recorder.hpp"
+#include "../core/message_tags.hpp"
 
 namespace trident {
 
@@ -101,20 +102,23 @@ inline double clock_offset(const Comm& world) {
     for (int k = 0; k < 8; ++k) {
       if (clock.rank() == 0) {
         const double sent = detail::now_seconds();
-        clock.send(Span<const double>(&t, 1), r, 0);
-        clock.recv(Span<double>(&t, 1), r, 0);  // r's clock
+        clock.send(Span<const double>(&t, 1), r, message_tags::kClock);
+        clock.recv(Span<double>(&t, 1), r, message_tags::kClock);  // r's clock
         const double back = detail::now_seconds();
-        if (back - sent < fastest) fastest = back - sent, best = t - (sent + back) / 2;
+        if (back - sent < fastest) {
+          fastest = back - sent;
+          best = t - (sent + back) / 2;
+        }
       } else {
-        clock.recv(Span<double>(&t, 1), 0, 0);
+        clock.recv(Span<double>(&t, 1), 0, message_tags::kClock);
         t = detail::now_seconds();
-        clock.send(Span<const double>(&t, 1), 0, 0);
+        clock.send(Span<const double>(&t, 1), 0, message_tags::kClock);
       }
     }
     if (clock.rank() == 0)
-      clock.send(Span<const double>(&best, 1), r, 0);
+      clock.send(Span<const double>(&best, 1), r, message_tags::kClock);
     else
-      clock.recv(Span<double>(&offset, 1), 0, 0);
+      clock.recv(Span<double>(&offset, 1), 0, message_tags::kClock);
   }
   return offset;
 }

@@ -30,7 +30,7 @@ void add_shard_squares(backend::SquareSums<B, S>& sums, UnitStore<T, S, B>& stor
   for (int u = 0; u < store.size(); ++u) {
     const Span<S> g = store.reduced_grads(u);
     const std::size_t begin = store.shard_begin(u);
-    const std::size_t base = store.policy().stage == 0 ? 0 : begin;  // g's first unit index
+    const std::size_t base = store.owned_begin(u);  // g's first unit index: g is what it owns
     for_each_param_in(store.layout(u), begin, begin + store.shard(u),
                       [&](const LocalParam& p, std::size_t a, std::size_t b) {
                         if (counted(u, p)) sums.add(g.data() + (a - base), b - a);

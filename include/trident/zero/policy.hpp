@@ -27,6 +27,7 @@
 //    node every core computes the backward, so there is nothing to overlap with, and the
 //    shared-memory path moves the same bytes faster than MPI's (bench_zero's overlap table).
 // Megatron-LM's --overlap-grad-reduce, DeepSpeed's overlap_comm.
+// Callers ask the predicates below, never the stage number (cmake/check_code_rules.cmake).
 #pragma once
 
 #include <string>
@@ -44,15 +45,40 @@ struct ZeroPolicy {
   bool keep_gathered = false;                      // stage 3
   GradOverlap overlap = GradOverlap::automatic;    // full-gradient reductions
 
-  bool shards_optimizer() const { return stage >= 1; }
-  bool shards_gradients() const { return stage >= 2; }
-  bool shards_parameters() const { return stage >= 3; }
-  // Whether a full-size gradient is kept for the whole step.
-  bool full_gradients() const { return stage <= 1 || reduce == GradReduce::per_step; }
+  // What it shards over DP (ZeRO §5.1-5.3: P_os, P_g, P_p).
+  bool shards_optimizer() const { return stage >= 1; }   // P_os: stages 1-3
+  bool shards_gradients() const { return stage >= 2; }   // P_g: stages 2, 3
+  bool shards_parameters() const { return stage >= 3; }  // P_p: stage 3
 
+  // How and when it reduces the gradients over DP (ZeRO §7.2).
+  // Plain data parallelism (stage 0): all-reduce, every rank holds the whole summed gradient.
+  bool all_reduces_gradients() const { return stage == 0; }
+  // Stages 1-3: reduce-scatter, each rank holds the sum of the shard it owns (ZeRO §7.2.1).
+  bool reduces_to_owners() const { return !all_reduces_gradients(); }
+  // Stages 2, 3 under GradReduce::per_microbatch: a reduce-scatter after each microbatch's
+  // backward, as DeepSpeed does; else once per step, after the unit's last backward.
+  bool reduces_per_microbatch() const {
+    return shards_gradients() && reduce == GradReduce::per_microbatch;
+  }
+  // A full-size gradient kept for the whole step, reduced after the unit's last backward.
+  bool full_gradients() const { return !reduces_per_microbatch(); }
+
+  // When parameters are all-gathered over DP (ZeRO §7.2).
+  // Stages 1, 2: the updated shards, after the optimizer, into every rank's full parameters.
+  bool publishes_parameters() const { return shards_optimizer() && !shards_parameters(); }
+  // Stage 3: each unit gathered before every forward and backward that reads it (ZeRO §7.2.2).
+  bool gathers_per_microbatch() const { return shards_parameters() && !keep_gathered; }
+  // Stage 3 with keep_gathered: each unit gathered at its first use and kept for the step.
+  bool keeps_parameters_gathered() const { return shards_parameters() && keep_gathered; }
+  // One all-gather of each unit per step: published (stages 1, 2) or kept gathered (stage 3).
+  bool gathers_once_per_step() const {
+    return publishes_parameters() || keeps_parameters_gathered();
+  }
+
+  // Whether `stage` names a stage at all (a plan's or a command line's number).
+  bool valid() const { return stage >= 0 && stage <= 3; }
   void validate() const {
-    require(stage >= 0 && stage <= 3,
-            "unknown ZeRO stage " + std::to_string(stage) + " (stages are 0, 1, 2 and 3)");
+    require(valid(), "unknown ZeRO stage " + std::to_string(stage) + " (stages are 0, 1, 2 and 3)");
   }
 };
 

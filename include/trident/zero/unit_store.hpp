@@ -18,11 +18,12 @@
 // next unit's gather early), release_parameters() after, grads() for the buffer its backward
 // accumulates into, launch_gradient_reduction() when that unit's backward is done (the DP
 // gradient reduction, nonblocking or, GradOverlap::at_end, left for the end;
-// finish_gradient_reduction() runs those and waits for all of them).
+// finish_gradient_reduction() runs those and waits for all of them). The gradients and their
+// reduction are detail/unit_gradients.hpp's; this store holds the parameters and the optimizer
+// states.
 #pragma once
 
 #include <algorithm>
-#include <functional>
 #include <memory>
 #include <vector>
 
@@ -32,6 +33,7 @@
 #include "../backend/ops.hpp"
 #include "../core/comm.hpp"
 #include "../core/memory.hpp"
+#include "detail/unit_gradients.hpp"
 #include "detail/unit_window.hpp"
 #include "params.hpp"
 #include "policy.hpp"
@@ -46,6 +48,7 @@ class UnitStore {
   static constexpr bool kWindowed = kSameType && std::is_floating_point_v<S> && B::kHostMemory;
   template <class V>
   using Buf = backend::DeviceBuffer<V, B>;
+  using Gradients = detail::UnitGradients<T, S, B>;
 
  public:
   // dp: the data-parallel group's collectives on B's memory. Collective over it.
@@ -58,23 +61,23 @@ class UnitStore {
     if (policy_.overlap == GradOverlap::automatic)
       policy_.overlap = shared ? GradOverlap::at_end : GradOverlap::overlapped;
     const std::size_t n = group.size();
+    std::vector<std::size_t> padded;
     for (UnitLayout& l : layouts) {
       Unit u;
       u.padded = (l.numel + n - 1) / n * n;
       u.shard = u.padded / n;
       u.layout = std::move(l);
+      padded.push_back(u.padded);
       units_.push_back(std::move(u));
     }
-    if constexpr (kWindowed)  // collective over dp
-      if (shared && policy_.overlap == GradOverlap::at_end) {
-        std::vector<std::size_t> padded;
-        for (const Unit& u : units_) padded.push_back(u.padded);
-        if (policy_.stage <= 1)  // full gradients kept: reduced in place
-          window_ = std::make_unique<detail::UnitWindow<S>>(group, padded, MemoryKind::gradients);
-        if (policy_.stage == 1 || policy_.stage == 2)  // full parameters, all-gathered in place
-          params_window_ =
-              std::make_unique<detail::UnitWindow<S>>(group, padded, MemoryKind::parameters);
-      }
+    // shared windows (collective over dp): the full gradients, reduced in place, when they are
+    // kept whole; the full parameters, all-gathered in place, when they are published
+    const bool in_window = kWindowed && shared && policy_.overlap == GradOverlap::at_end;
+    gradients_ = Gradients(policy_, dp_, padded, in_window && !policy_.shards_gradients());
+    if constexpr (kWindowed)
+      if (in_window && policy_.publishes_parameters())
+        params_window_ =
+            std::make_unique<detail::UnitWindow<S>>(group, padded, MemoryKind::parameters);
   }
 
   // A host app's store on the CPU: the group's collectives along B's path without NCCL.
@@ -125,8 +128,7 @@ class UnitStore {
       }
       u.m.allocate(MemoryKind::optimizer, owned);
       u.v.allocate(MemoryKind::optimizer, owned);
-      if (policy_.stage <= 1 && !window_) u.grads.allocate(MemoryKind::gradients, u.padded);
-      if (policy_.shards_gradients()) u.owned.allocate(MemoryKind::gradients, u.shard);
+      gradients_.allocate(i);
     }
   }
 
@@ -164,110 +166,26 @@ class UnitStore {
 
   // Frees the gathered or converted copy (kept until end_step() under keep_gathered).
   void release_parameters(int i) {
-    if (policy_.shards_parameters() && policy_.keep_gathered) return;
+    if (policy_.keeps_parameters_gathered()) return;
     units_[i].view.reset();
   }
 
-  // --- gradients --------------------------------------------------------------------------
+  // --- gradients (detail/unit_gradients.hpp) ----------------------------------------------
 
   // The T buffer that unit u's backward accumulates into (+=) for the current microbatch.
-  T* grads(int i) {
-    if constexpr (kWindowed)
-      if (window_) return window_->unit(i);
-    Unit& u = units_[i];
-    if (policy_.full_gradients() && !u.grads.allocated())
-      u.grads.allocate(MemoryKind::gradients, u.padded);  // stage 2/3 per step: for this step
-    if constexpr (kSameType)
-      if (policy_.full_gradients()) return u.grads.data();
-    if (!u.scratch.allocated()) u.scratch.allocate(MemoryKind::buffers, u.padded);
-    return u.scratch.data();
-  }
-
+  T* grads(int i) { return gradients_.grads(i); }
   // Unit u's backward for this microbatch is done; last: it was the step's last microbatch.
   // Launches the DP gradient reduction the stage calls for (the bucket's all-reduce at stage 0,
   // a reduce-scatter at stages 1-3), nonblocking: it overlaps the rest of the backward.
-  void launch_gradient_reduction(int i, bool last) {
-    Unit& u = units_[i];
-    if (u.scratch.allocated() && policy_.full_gradients()) {  // mixed precision: accumulate in S
-      backend::accumulate<B>(u.grads.data(), u.scratch.data(), u.padded);
-      u.scratch.reset();
-    }
-    if (policy_.full_gradients()) {
-      if (last) reduce_full(i);
-      return;
-    }
-    // stages 2 and 3, per microbatch: reduce-scatter this microbatch's gradient, then add the
-    // owned shard into the unit's gradient shard and free the full copy. One reduction of a
-    // unit in flight at most: the previous microbatch's is finished first (in launch order, with
-    // those before it), so the copies in flight never exceed one full gradient however many
-    // microbatches (DeepSpeed's overlap_comm bounds its buckets likewise).
-    finish_reductions_up_to(i);
-    auto full = std::make_shared<Buf<S>>();
-    if constexpr (kSameType) {
-      *full = std::move(u.scratch);
-    } else {
-      full->allocate(MemoryKind::buffers, u.padded, Fill::none);
-      backend::convert<B>(full->data(), u.scratch.data(), u.padded);
-      u.scratch.reset();
-    }
-    backend::DeviceRequest r = dp_.ireduce_scatter_in_place(full->data(), u.padded);
-    pending_.push_back({std::move(r),
-                        [this, i, full] {
-                          Unit& v = units_[i];
-                          backend::accumulate<B>(v.owned.data(), full->data(), v.shard);
-                        },
-                        i});
-  }
-
-  // Finishes, in launch order, the pending reductions up to unit i's (none when i has none).
-  void finish_reductions_up_to(int i) {
-    std::size_t last = pending_.size();
-    for (std::size_t k = 0; k < pending_.size(); ++k)
-      if (pending_[k].unit == i && pending_[k].done) last = k;
-    for (std::size_t k = 0; last < pending_.size() && k <= last; ++k) {
-      pending_[k].request.wait();
-      if (pending_[k].done) std::exchange(pending_[k].done, nullptr)();
-    }
-  }
-
-  // Lets outstanding reductions progress (MPI progresses inside MPI calls) and adds the
-  // completed ones into their shards in launch order: a later microbatch's sum never goes in
-  // before an earlier one's, so the shard's sums (float addition is not associative) are the
-  // same in every run, whatever order the requests complete in.
-  void poll() {
-    for (Pending& p : pending_) {
-      if (!p.done) continue;  // applied, or nothing to apply
-      if (!p.request.test()) return;
-      std::exchange(p.done, nullptr)();
-    }
-  }
-
-  // Runs the reductions left for the end (at_end: blocking, unit by unit in launch order) and
-  // waits for every other: afterwards reduced_grads() holds the DP-summed gradients.
-  void finish_gradient_reduction() {
-    if constexpr (kWindowed) {
-      if (window_ && !at_end_.empty()) {
-        window_->reduce(dp_.comm(), at_end_, policy_.stage == 0);  // in place, no copy in
-        at_end_.clear();
-      }
-    }
-    for (int i : at_end_) reduce_now(i);
-    at_end_.clear();
-    for (Pending& p : pending_) {
-      p.request.wait();
-      if (p.done) p.done();
-    }
-    pending_.clear();
-  }
-
-  // The DP-reduced gradient this rank holds, in B's memory: the whole unit (stage 0) or its
-  // owned shard.
-  Span<S> reduced_grads(int i) {
-    Unit& u = units_[i];
-    if (policy_.stage == 0) return Span<S>(full_grads(i), u.padded);
-    if (policy_.stage == 1) return Span<S>(full_grads(i) + shard_begin(i), u.shard);
-    return Span<S>(u.owned.data(), u.shard);
-  }
+  void launch_gradient_reduction(int i, bool last) { gradients_.launch(i, last); }
+  // Lets outstanding reductions progress and adds the completed ones, in launch order.
+  void poll() { gradients_.poll(); }
+  // Runs the reductions left for the end (at_end) and waits for every other: afterwards
+  // reduced_grads() holds the DP-summed gradients.
+  void finish_gradient_reduction() { gradients_.finish(); }
+  // The DP-reduced gradient of the elements this rank owns (owned_begin, owned_size), in B's
+  // memory: the whole unit (stage 0) or its owned shard.
+  Span<S> reduced_grads(int i) { return gradients_.reduced(i); }
 
   // Parameters, master weights (T) and moments of the owned elements, for the optimizer; in
   // B's memory.
@@ -295,7 +213,7 @@ class UnitStore {
       Unit& u = units_[i];
       if constexpr (!kSameType)
         backend::convert<B>(owned_params(i), u.master.data(), owned_size(i));
-      if (policy_.stage != 1 && policy_.stage != 2) continue;
+      if (!policy_.publishes_parameters()) continue;
       if (policy_.overlap == GradOverlap::at_end)
         dp_.all_gather_in_place(params_of(i), u.padded);
       else
@@ -306,18 +224,14 @@ class UnitStore {
 
   // Start of a step: gradients to zero, kept parameter copies freed.
   void begin_step() {
-    if constexpr (kWindowed)
-      if (window_) window_->zero();
-    for (Unit& u : units_) {
-      if (u.grads.allocated()) B::zero(u.grads.data(), u.grads.bytes());
-      if (u.owned.allocated()) B::zero(u.owned.data(), u.owned.bytes());
+    gradients_.begin_step();
+    for (Unit& u : units_)
       if (policy_.shards_parameters()) u.view.reset();
-    }
   }
   // End of a step: per-step buffers of stages 2 and 3 freed.
   void end_step() {
+    gradients_.end_step();
     for (Unit& u : units_) {
-      if (policy_.shards_gradients()) u.grads.reset();
       u.gather.wait();
       u.gathering.reset();
       if (policy_.shards_parameters()) u.view.reset();
@@ -328,20 +242,12 @@ class UnitStore {
   struct Unit {
     UnitLayout layout;
     std::size_t padded = 0, shard = 0;
-    Buf<S> params;         // full (stages 0-2) or the owned shard (3); or in the window
-    Buf<T> master, m, v;   // owned elements: master weights (S != T), Adam moments
-    Buf<S> grads;          // full gradient (stages 0, 1; 2 and 3 per step)
-    Buf<S> owned;          // stages 2, 3: the owned shard of the reduced gradient
-    Buf<T> view, scratch;  // compute copies: gathered/converted parameters, gradient
-    Buf<S> gathering;      // ZeRO-3 all-gather target
+    Buf<S> params;        // full (stages 0-2) or the owned shard (3); or in the window
+    Buf<T> master, m, v;  // owned elements: master weights (S != T), Adam moments
+    Buf<T> view;          // compute copy: gathered/converted parameters
+    Buf<S> gathering;     // ZeRO-3 all-gather target
     backend::DeviceRequest gather;
   };
-  // The full gradient of unit i (stages 0, 1; 2 and 3 reducing per step): in the window or not.
-  S* full_grads(int i) {
-    if constexpr (kWindowed)
-      if (window_) return window_->unit(i);
-    return units_[i].grads.data();
-  }
   // Unit i's parameters this rank holds (full, or the shard at stage 3): in the window or not.
   S* params_of(int i) {
     if constexpr (kWindowed)
@@ -349,55 +255,10 @@ class UnitStore {
     return units_[i].params.data();
   }
 
-  struct Pending {
-    backend::DeviceRequest request;
-    std::function<void()> done;  // null once applied, or with nothing to apply
-    int unit = -1;
-  };
-
-  // Reduction of a full gradient after the last microbatch: all-reduce (stage 0), or
-  // reduce-scatter in place, the result moved to the owner's position (stage 1) or into the
-  // owned shard with the full copy freed (stages 2, 3 per step).
-  // at_end: left for finish_gradient_reduction (reduce_now).
-  void reduce_full(int i) {
-    if (policy_.overlap == GradOverlap::at_end) {
-      at_end_.push_back(i);
-      return;
-    }
-    Unit& u = units_[i];
-    if (policy_.stage == 0) {
-      pending_.push_back({dp_.iall_reduce(full_grads(i), u.padded), nullptr, i});
-      return;
-    }
-    pending_.push_back({dp_.ireduce_scatter_in_place(full_grads(i), u.padded),
-                        [this, i] { place_reduced_shard(i, full_grads(i)); }, i});
-  }
-  // The same reduction, blocking (the shared-memory path where the group has one).
-  void reduce_now(int i) {
-    Unit& u = units_[i];
-    if (policy_.stage == 0) return dp_.all_reduce(full_grads(i), u.padded);
-    Buf<S> shard(MemoryKind::buffers, u.shard, Fill::none);  // the reduce-scatter writes it
-    dp_.reduce_scatter(full_grads(i), shard.data(), u.shard);
-    place_reduced_shard(i, shard.data());
-  }
-  // This rank's reduced shard to where the stage keeps it: the owner's position in the full
-  // gradient (stage 1), or the owned shard with the full copy freed (stages 2, 3 per step).
-  void place_reduced_shard(int i, const S* reduced) {
-    Unit& u = units_[i];
-    if (policy_.stage == 1) {
-      B::copy(full_grads(i) + shard_begin(i), reduced, u.shard * sizeof(S));
-    } else {
-      B::copy(u.owned.data(), reduced, u.shard * sizeof(S));
-      u.grads.reset();
-    }
-  }
-
   ZeroPolicy policy_;
   backend::DeviceComm<B> dp_;
   std::vector<Unit> units_;
-  std::vector<Pending> pending_;
-  std::vector<int> at_end_;  // units whose reduction waits for finish_gradient_reduction
-  std::unique_ptr<detail::UnitWindow<S>> window_;         // the full gradients, when shared
+  Gradients gradients_;
   std::unique_ptr<detail::UnitWindow<S>> params_window_;  // the full parameters, when shared
 };
 

@@ -38,9 +38,18 @@ inline std::size_t parse_capacity(const char* text) {
   char* end = nullptr;
   const double value = std::strtod(text, &end);
   double unit = 1;
-  if (*end == 'K' || *end == 'k') unit = 1024.0, ++end;
-  if (*end == 'M' || *end == 'm') unit = 1024.0 * 1024, ++end;
-  if (*end == 'G' || *end == 'g') unit = 1024.0 * 1024 * 1024, ++end;
+  if (*end == 'K' || *end == 'k') {
+    unit = 1024.0;
+    ++end;
+  }
+  if (*end == 'M' || *end == 'm') {
+    unit = 1024.0 * 1024;
+    ++end;
+  }
+  if (*end == 'G' || *end == 'g') {
+    unit = 1024.0 * 1024 * 1024;
+    ++end;
+  }
   require(end != text && *end == '\0' && value > 0 && value * unit < 1e15,
           what + ": expected a size in bytes, e.g. 512M or 16G");
   return static_cast<std::size_t>(value * unit);
@@ -168,8 +177,10 @@ inline void report_fault(int sig, siginfo_t* info, void* context) {
     int k = 23;
     digits[k] = '\0';
     std::size_t off = r.offset(info->si_addr);
-    do digits[--k] = char('0' + off % 10), off /= 10;
-    while (off && k > 0);
+    do {
+      digits[--k] = char('0' + off % 10);
+      off /= 10;
+    } while (off && k > 0);
     write_text("trident: host code read or wrote emulated device memory (byte ");
     write_text(digits + k);
     write_text(

@@ -26,6 +26,7 @@
 
 #include "../../core/comm.hpp"
 #include "../../core/datatype.hpp"
+#include "../../core/message_tags.hpp"
 #include "../../core/request.hpp"
 
 namespace trident::backend::emulated {
@@ -34,8 +35,6 @@ namespace trident::backend::emulated {
 template <class Copy>
 class MpiNccl {
  public:
-  static constexpr int kTag = 0;
-
   // Collective over `group`.
   explicit MpiNccl(const Comm& group) : name_("nccl:" + group.name()), rank_(group.rank()) {
     check_mpi(MPI_Comm_dup(group.get(), &comm_), "MPI_Comm_dup");
@@ -97,7 +96,8 @@ class MpiNccl {
     auto host = std::make_shared<std::vector<T>>(staged(data, n));
     post(
         [&](MPI_Request* r) {
-          return MPI_Issend(host->data(), int(n), mpi_type<T>(), peer, kTag, comm_, r);
+          return MPI_Issend(host->data(), int(n), mpi_type<T>(), peer, message_tags::kEmulatedNccl,
+                            comm_, r);
         },
         [host] {});
   }
@@ -106,7 +106,8 @@ class MpiNccl {
     auto host = std::make_shared<std::vector<T>>(n);
     post(
         [&](MPI_Request* r) {
-          return MPI_Irecv(host->data(), int(n), mpi_type<T>(), peer, kTag, comm_, r);
+          return MPI_Irecv(host->data(), int(n), mpi_type<T>(), peer, message_tags::kEmulatedNccl,
+                           comm_, r);
         },
         [host, data, n] { Copy::to_device(data, host->data(), n * sizeof(T)); });
   }

@@ -171,7 +171,8 @@ void block_forward(T* out, T* probs, T* m, T* l, T* used, const T* qkv, const T*
         }
         for (int j = n; j < t.keys; ++j) kept[j] = 0;  // past the diagonal
         used[at * chunks + t.kc / L] = mx;
-        l[at] = l[at] * alpha + sum, m[at] = mx;
+        l[at] = l[at] * alpha + sum;
+        m[at] = mx;
         O.row(i) *= alpha;
       }
       const ConstView<T> E(probs + (std::size_t(bh) * g.Tl + t.r0) * g.T + t.kc, t.rows, t.keys,

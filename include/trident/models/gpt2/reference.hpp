@@ -115,10 +115,19 @@ class ReferenceGPT {
   // the residual x: (N, C), in place; y keeps what the backward needs.
   void block_forward(const std::string& h, const Shape& s, std::vector<T>& x, BlockActivations& y) {
     const int N = s.N, C = s.C;
-    y.x = x, y.m1 = zeros(N), y.r1 = zeros(N), y.ln1 = zeros(N * C), y.qkv = zeros(N * 3 * C);
-    y.probs = zeros(std::size_t(s.B) * s.H * s.seq * s.seq), y.att = zeros(N * C);
-    y.x2 = zeros(N * C), y.m2 = zeros(N), y.r2 = zeros(N), y.ln2 = zeros(N * C);
-    y.fc = zeros(N * 4 * C), y.act = zeros(N * 4 * C);
+    y.x = x;
+    y.m1 = zeros(N);
+    y.r1 = zeros(N);
+    y.ln1 = zeros(N * C);
+    y.qkv = zeros(N * 3 * C);
+    y.probs = zeros(std::size_t(s.B) * s.H * s.seq * s.seq);
+    y.att = zeros(N * C);
+    y.x2 = zeros(N * C);
+    y.m2 = zeros(N);
+    y.r2 = zeros(N);
+    y.ln2 = zeros(N * C);
+    y.fc = zeros(N * 4 * C);
+    y.act = zeros(N * 4 * C);
     std::vector<T> proj = zeros(N * C);
     nn::layernorm_forward(y.ln1.data(), y.m1.data(), y.r1.data(), y.x.data(),
                           param(h + "ln_1.weight"), param(h + "ln_1.bias"), N, C);
@@ -169,7 +178,10 @@ class ReferenceGPT {
   double head_forward(const Shape& s, const Microbatch& batch, const std::vector<T>& x,
                       HeadActivations& y) {
     const int N = s.N, C = s.C, V = s.V;
-    y.mf = zeros(N), y.rf = zeros(N), y.lnf = zeros(N * C), y.probs = zeros(std::size_t(N) * V);
+    y.mf = zeros(N);
+    y.rf = zeros(N);
+    y.lnf = zeros(N * C);
+    y.probs = zeros(std::size_t(N) * V);
     std::vector<T> losses = zeros(N);
     nn::layernorm_forward(y.lnf.data(), y.mf.data(), y.rf.data(), x.data(), param("ln_f.weight"),
                           param("ln_f.bias"), N, C);

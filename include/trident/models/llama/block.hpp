@@ -85,7 +85,9 @@ class Block {
         rope_(seq_, c.head_size(), c.rope_theta, tp.positions(seq_)) {
     const UnitLayout layout = layout_unit(block_unit(c, 0), tp.size(), tp.rank());
     for (int k = 0; k < kBlockParams; ++k) offset_[k] = layout.params[k].offset;
-    qkv_.in = C_, qkv_.q = Hl_ * D_, qkv_.kv = KVl_ * D_;
+    qkv_.in = C_;
+    qkv_.q = Hl_ * D_;
+    qkv_.kv = KVl_ * D_;
     o_ = {Hl_ * D_, C_};
     gate_up_ = {C_, 2 * Fl_};
     down_ = {Fl_, C_};

@@ -45,8 +45,10 @@ inline void read_hf_config(const std::string& path, Config& c) {
   refuse(j.value("tie_word_embeddings", false), "the LM head is tied to the embedding");
   refuse(j.value("attention_bias", false) || j.value("mlp_bias", false), "it has biases");
   refuse(j.contains("rope_scaling") && !j["rope_scaling"].is_null(), "it scales RoPE");
-  c.vocab = integer("vocab_size"), c.hidden = integer("hidden_size");
-  c.ffn_size = integer("intermediate_size"), c.layers = integer("num_hidden_layers");
+  c.vocab = integer("vocab_size");
+  c.hidden = integer("hidden_size");
+  c.ffn_size = integer("intermediate_size");
+  c.layers = integer("num_hidden_layers");
   c.heads = integer("num_attention_heads");
   c.kv_heads = j.contains("num_key_value_heads") ? integer("num_key_value_heads") : c.heads;
   c.norm_eps = j.contains("rms_norm_eps") ? number("rms_norm_eps") : 1e-6;  // LlamaConfig's

@@ -137,7 +137,8 @@ void fused_backward(T* dqkv, const T* dout, const T* qkv, const T* probs, int B,
       pack(scratch.q, qkv + row + heads.q(h), stride, seq, D);
       pack(scratch.dout, dout + static_cast<std::ptrdiff_t>(b) * H * D + heads.q(h), out_stride,
            seq, D);
-      q = scratch.q.data(), d_o = scratch.dout.data();
+      q = scratch.q.data();
+      d_o = scratch.dout.data();
       const T* p = probs + (static_cast<std::ptrdiff_t>(b) * H + h) * seq * seq;
       const bool accumulate = h != g * group;  // the group's first head writes dK, dV
       for_tiles(seq, [&](int i0, auto tile) {

@@ -26,7 +26,10 @@ class UnitWindow {
   UnitWindow(const Comm& dp, const std::vector<std::size_t>& padded, MemoryKind kind)
       : padded_(padded), rank_(dp.rank()), kind_(kind) {
     std::size_t total = 0;
-    for (std::size_t n : padded) offsets_.push_back(total), total += n;
+    for (std::size_t n : padded) {
+      offsets_.push_back(total);
+      total += n;
+    }
     window_ = std::make_unique<SharedWindow>(dp.get(), total * sizeof(S));
     memory_stats().allocate(kind_, window_->bytes());  // as a Buffer's would be
   }
