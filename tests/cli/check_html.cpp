@@ -22,15 +22,11 @@
 #include <string>
 #include <vector>
 
+#include "expect.hpp"
+
 namespace {
 using nlohmann::json;
-int failures = 0;
-void expect(bool ok, const std::string& what) {
-  if (!ok) {
-    std::fprintf(stderr, "FAILED: %s\n", what.c_str());
-    ++failures;
-  }
-}
+cli_check::Expectations expect;
 
 // (series, x) -> y of every point drawn; (label, series) -> value of every bar segment
 std::map<std::pair<std::string, double>, double> points;
@@ -93,8 +89,9 @@ int main(int argc, char** argv) {
   const json page = page_json(dom.str());
   if (argc == 2) {
     check_comparison(page);
-    if (failures == 0) std::printf("the page plots its runs: %zu bar segments\n", bars.size());
-    return failures == 0 ? 0 : 1;
+    if (expect.failures == 0)
+      std::printf("the page plots its runs: %zu bar segments\n", bars.size());
+    return expect.status();
   }
   json j;
   try {
@@ -134,8 +131,8 @@ int main(int argc, char** argv) {
   }
   expect(points.size() >= 2 * j.at("losses").size(),
          "points drawn: " + std::to_string(points.size()));
-  if (failures == 0)
+  if (expect.failures == 0)
     std::printf("the page plots the report's numbers: %zu points, %zu bar segments\n",
                 points.size(), bars.size());
-  return failures == 0 ? 0 : 1;
+  return expect.status();
 }

@@ -17,16 +17,11 @@
 #include <string>
 #include <vector>
 
+#include "expect.hpp"
+
 namespace {
 using nlohmann::json;
-int failures = 0;
-
-void expect(bool ok, const std::string& what) {
-  if (!ok) {
-    std::fprintf(stderr, "FAILED: %s\n", what.c_str());
-    ++failures;
-  }
-}
+cli_check::Expectations expect;
 bool close(double a, double b, double tol = 1e-12) {
   return std::abs(a - b) <= tol * std::max({1.0, std::abs(a), std::abs(b)});
 }
@@ -123,8 +118,8 @@ int main(int argc, char** argv) {
   for (std::size_t k = 0; k < std::min(evals.size(), val.size()); ++k)
     expect(evals[k].at("val_loss") == val[k] && evals[k].at("steps_done") == after[k],
            "held-out loss " + std::to_string(k));
-  if (failures == 0)
+  if (expect.failures == 0)
     std::printf("the metrics agree with the report: %zu steps, %zu held-out losses, MFU %s\n",
                 steps.size(), evals.size(), str(report.at("mfu").at("value")).c_str());
-  return failures == 0 ? 0 : 1;
+  return expect.status();
 }

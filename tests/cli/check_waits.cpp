@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "expect.hpp"
+
 int main(int argc, char** argv) {
   if (argc != 3) {
     std::fprintf(stderr, "usage: check_waits REPORT.json SLOW_RANK\n");
@@ -28,13 +30,7 @@ int main(int argc, char** argv) {
   const int slow = std::atoi(argv[2]);
   const nlohmann::json& ranks = report.at("waits").at("ranks");
   const int n = static_cast<int>(ranks.size());
-  int failures = 0;
-  auto expect = [&](bool ok, const std::string& what) {
-    if (!ok) {
-      std::fprintf(stderr, "FAILED: %s\n", what.c_str());
-      ++failures;
-    }
-  };
+  cli_check::Expectations expect;
   std::vector<double> waited_for(std::size_t(n), 0.0);
   for (int r = 0; r < n; ++r) {
     const nlohmann::json& w = ranks[std::size_t(r)];
@@ -59,9 +55,9 @@ int main(int argc, char** argv) {
   for (int c = 0; c < n; ++c)
     expect(c == slow || waited_for[std::size_t(c)] < waited_for[std::size_t(slow)],
            "rank " + std::to_string(c) + " waited for more than the slow rank");
-  if (failures == 0)
+  if (expect.failures == 0)
     std::printf("waits attributed to rank %d: %.3f s of %.3f s injected (%.0f%%)\n", slow,
                 waited_for[std::size_t(slow)], injected,
                 100 * waited_for[std::size_t(slow)] / injected);
-  return failures == 0 ? 0 : 1;
+  return expect.status();
 }
