@@ -2,7 +2,7 @@
 // the same run.
 //
 //   mpiexec -n 8 ./bench_comm [--min-bytes 4K] [--max-bytes 64M] [--seconds-per-size 1]
-//                             [--ops all_reduce,all_gather,reduce_scatter,broadcast]
+//                             [--ops all_reduce,all_gather,reduce_scatter,broadcast,all_to_all]
 //
 // For each operation and message size (powers of 4 from --min-bytes up to --max-bytes), three
 // implementations run interleaved, call by call, the order rotating each repetition, so machine
@@ -27,6 +27,8 @@
 //   all_reduce:                  bytes / time * 2(n-1)/n
 //   all_gather, reduce_scatter:  bytes / time * (n-1)/n
 // The repetitions of a size fill about --seconds-per-size (at least 5, at most 1000).
+// all_to_all has its own table, after the others (comm_all_to_all.hpp): Comm::all_to_all_v next
+// to MPI_Alltoallv at 1, 4 and 16 MiB per rank, whatever --min-bytes and --max-bytes say.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -38,6 +40,7 @@
 #include <vector>
 
 #include "bench_util.hpp"
+#include "comm_all_to_all.hpp"
 
 using namespace trident;
 using bench::median;
@@ -226,6 +229,24 @@ void print_row(const std::string& op, std::size_t bytes, const Timing& t, int p)
   std::fflush(stdout);
 }
 
+// The run's header, and the collectives' table's (when any runs).
+void print_header(int p, int per_node, int threads, std::size_t shm_min_bytes, bool collectives) {
+  char version[MPI_MAX_LIBRARY_VERSION_STRING];
+  int length = 0;
+  MPI_Get_library_version(version, &length);
+  const std::string library(version, std::find(version, version + length, '\n'));
+  std::printf("# bench_comm: %d ranks, %d ranks per node, %d threads per rank; %s\n", p, per_node,
+              threads, library.c_str());
+  if (!collectives) return;
+  std::printf(
+      "# float32 sum; time = median over reps of the slowest rank's call; busbw as "
+      "nccl-tests; x/shm > 1: shm is faster; Comm takes shm from %s up; window: in place "
+      "in a shared window, as ZeRO's DP gradients and parameters on one node\n"
+      "%-15s %6s %5s %10s %8s %10s %8s %10s %8s %8s %8s %10s %8s %8s\n",
+      human_bytes(shm_min_bytes).c_str(), "op", "bytes", "reps", "mpi_us", "GB/s", "trident_us",
+      "GB/s", "shm_us", "GB/s", "mpi/shm", "trid/shm", "window_us", "GB/s", "trid/win");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -233,7 +254,8 @@ int main(int argc, char** argv) {
     const Comm world = Comm::world();
     std::size_t min_bytes = 4 << 10, max_bytes = 64 << 20;
     double seconds = 1.0;
-    std::vector<std::string> ops{"all_reduce", "all_gather", "reduce_scatter", "broadcast"};
+    std::vector<std::string> ops{"all_reduce", "all_gather", "reduce_scatter", "broadcast",
+                                 "all_to_all"};
     cli::App app{"Time trident's collectives next to blocking MPI, interleaved in one run."};
     app.add_option("--min-bytes", min_bytes, "smallest message (full buffer), e.g. 4K")
         ->transform(cli::AsSizeValue(false));
@@ -241,7 +263,8 @@ int main(int argc, char** argv) {
         ->transform(cli::AsSizeValue(false));
     app.add_option("--ops", ops, "operations, comma-separated")
         ->delimiter(',')
-        ->check(cli::IsMember({"all_reduce", "all_gather", "reduce_scatter", "broadcast"}));
+        ->check(cli::IsMember(
+            {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all"}));
     app.add_option("--seconds-per-size", seconds, "time to spend on each operation and size")
         ->check(cli::PositiveNumber);
     parse_command_line(app, argc, argv, world);
@@ -256,22 +279,12 @@ int main(int argc, char** argv) {
     // pretended: TRIDENT_SHM_NODE_RANKS); collective
     const bool one_node = shared_segment(world.get()) != nullptr;
     const int p = world.size();
-    char version[MPI_MAX_LIBRARY_VERSION_STRING];
-    int length = 0;
-    MPI_Get_library_version(version, &length);
-    const std::string library(version, std::find(version, version + length, '\n'));
-    if (world.rank() == 0)
-      std::printf(
-          "# bench_comm: %d ranks, %d ranks per node, %d threads per rank; %s\n"
-          "# float32 sum; time = median over reps of the slowest rank's call; busbw as "
-          "nccl-tests; x/shm > 1: shm is faster; Comm takes shm from %s up; window: in place "
-          "in a shared window, as ZeRO's DP gradients and parameters on one node\n"
-          "%-15s %6s %5s %10s %8s %10s %8s %10s %8s %8s %8s %10s %8s %8s\n",
-          p, per_node, threads, library.c_str(), human_bytes(shm_min_bytes).c_str(), "op", "bytes",
-          "reps", "mpi_us", "GB/s", "trident_us", "GB/s", "shm_us", "GB/s", "mpi/shm", "trid/shm",
-          "window_us", "GB/s", "trid/win");
+    const bool collectives = std::any_of(ops.begin(), ops.end(),
+                                         [](const std::string& op) { return op != "all_to_all"; });
+    if (world.rank() == 0) print_header(p, per_node, threads, shm_min_bytes, collectives);
 
     for (const std::string& op : ops) {
+      if (op == "all_to_all") continue;  // its own table, below
       for (std::size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
         // A multiple of the group size, at least one element per rank.
         const std::size_t elements = std::max<std::size_t>(bytes / sizeof(float) / p, 1) * p;
@@ -280,6 +293,8 @@ int main(int argc, char** argv) {
         if (world.rank() == 0) print_row(op, actual, t, p);
       }
     }
+    if (std::find(ops.begin(), ops.end(), "all_to_all") != ops.end())
+      bench::all_to_all::table(world, seconds, one_node);
     return 0;
   });
 }

@@ -48,8 +48,11 @@ struct LlamaProgram : ProgramHooks {
   std::string shape() const {
     const llama::Config& c = config;
     auto s = [](long long v) { return std::to_string(v); };
+    const std::string experts = !c.moe() ? ""
+                                         : " E=" + s(c.experts) + " top-" + s(c.top_k) + " every " +
+                                               s(c.moe_every) + " F_e=" + s(c.expert_ffn());
     return "L=" + s(c.layers) + " C=" + s(c.hidden) + " H=" + s(c.heads) + " KV=" + s(c.kv_heads) +
-           " F=" + s(c.ffn()) + " V=" + s(c.vocab) + " T=" + s(c.seq);
+           " F=" + s(c.ffn()) + experts + " V=" + s(c.vocab) + " T=" + s(c.seq);
   }
   long long parameter_count() const { return config.parameter_count(); }
   nlohmann::json config_json() const {

@@ -11,9 +11,12 @@ trident_mpi_test(parity_tp RANKS 1 2 4 8 TIMEOUT 600 SOURCES test_parity_tp.cpp)
 trident_mpi_test(plan RANKS 1 TIMEOUT 120 SOURCES test_plan.cpp)
 trident_mpi_test(nn RANKS 1 TIMEOUT 300 SOURCES test_nn.cpp)
 trident_mpi_test(nn_llama RANKS 1 TIMEOUT 300 SOURCES test_nn_llama.cpp)
+trident_mpi_test(nn_moe RANKS 1 TIMEOUT 300 SOURCES test_nn_moe.cpp)
 # Launches and kernel indices past 2^31 elements, on reserved (untouched) address space.
 trident_mpi_test(sizes RANKS 1 TIMEOUT 120 SOURCES test_sizes.cpp)
 trident_mpi_test(llama RANKS 2 8 TIMEOUT 600 SOURCES test_llama.cpp)
+# A Llama-style mixture of experts (models/llama/moe_mlp.hpp) on the parity kit's meshes.
+trident_mpi_test(llama_moe RANKS 2 8 TIMEOUT 600 SOURCES test_llama_moe.cpp)
 trident_mpi_test(llama_weights RANKS 2 TIMEOUT 300 SOURCES test_llama_weights.cpp)
 # The trainer on the emulated device (GPT-2 and Llama): in the llama bundle, which links both.
 trident_mpi_test(emulated RANKS 1 2 4 8 TIMEOUT 900 SOURCES test_emulated.cpp)

@@ -24,6 +24,19 @@ trident_same_losses(llama_pp2_dp2_zero3 RANKS 4 PROGRAM train_llama ARGS --pp 2 
 trident_same_losses(llama_emulated_tp2_pp2_dp2_zero3 RANKS 8 PROGRAM train_llama ARGS --tp 2 --pp 2
   --dp 2 --zero 3 --device emulated BOTH --kv-heads 2)
 
+# A mixture of experts (models/llama/moe_mlp.hpp): its bad input, the same losses on a mesh as in
+# one process, and its progress line (the load-balancing loss and the expert load).
+trident_cli_error(llama_moe_top_k_above_experts RANKS 2 PROGRAM train_llama ARGS ${tiny_llama}
+  --experts 1 --moe-top-k 2 --dp 2
+  EXPECT "top-k 2 is larger than the 1 experts: a token cannot pick more experts than there are")
+trident_cli_error(llama_moe_with_cp RANKS 2 PROGRAM train_llama ARGS ${tiny_llama} --experts 4
+  --cp 2 EXPECT "--cp 2 with --experts is not supported")
+trident_same_losses(llama_moe_tp2_pp2_zero1 RANKS 4 PROGRAM train_llama ARGS --tp 2 --pp 2 --zero 1
+  BOTH --kv-heads 2 --experts 4 --moe-top-k 2 --moe-every 2)
+trident_cli_expect(llama_moe_progress RANKS 2 PROGRAM train_llama ARGS ${tiny_llama} --dp 2
+  --experts 4 --moe-top-k 2 --steps 2
+  EXPECT "F=64 E=4 top-2 every 1 F_e=64 V=256 T=8| aux ")
+
 # --hf-config: a Hugging Face config.json gives the shape (models/llama/hf_config.hpp), and a
 # shape flag beside it is refused.
 set(hf_config ${CMAKE_CURRENT_SOURCE_DIR}/data/llama_hf_config.json)

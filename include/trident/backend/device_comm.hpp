@@ -11,7 +11,8 @@
 //                 so a request is complete for every later kernel when it is returned
 // Every path counts the same bytes in CommStats under the group's name (the Comm's call, or
 // Comm::counted for NCCL), so the report's traffic against the formulas holds on every device.
-// Shapes as Comm's: reduce_scatter in (size * n) -> out (n); all_gather in (n) -> out (size * n).
+// Shapes as Comm's: reduce_scatter in (size * n) -> out (n); all_gather in (n) -> out (size * n);
+// all_to_all_v's blocks as core/all_to_all.hpp's.
 #pragma once
 
 #include <cstddef>
@@ -193,6 +194,28 @@ class DeviceComm {
     comm_->broadcast(Span<T>(host.data(), n), root);
     B::to_device(data, host.data(), n * sizeof(T));
   }
+  // recv's block j (recv_counts[j] elements) <- rank j's block for this rank; blocks consecutive
+  // in rank order (core/all_to_all.hpp). NCCL has no all-to-all-v: one group of ncclSend and
+  // ncclRecv per peer with a block (as nccl-tests' alltoall), the own block copied on the device;
+  // there the counts must agree across ranks unchecked (Comm's shared-memory path checks them).
+  template <class T>
+  void all_to_all_v(const T* send, const AllToAllCounts& send_counts, T* recv,
+                    const AllToAllCounts& recv_counts) const {
+    const std::string name = comm_ ? comm_->name() : "no group";
+    const a2a::Layout l = a2a::layout(name, size(), rank(), kAny, send_counts, kAny, recv_counts);
+    const int me = rank();
+    const std::size_t own = l.own * sizeof(T);
+    if (size() < 2) return B::copy(recv + l.recv.start[me], send + l.send.start[me], own);
+    const Span<const T> in(send, l.send.total);
+    const Span<T> out(recv, l.recv.total);
+    if (direct()) return comm_->all_to_all_v(in, send_counts, out, recv_counts);
+    if (path_ == CollectivePath::nccl) return nccl_all_to_all_v(in, l, out);
+    Buffer<T> host_in = staged(send, l.send.total);
+    Buffer<T> host_out(MemoryKind::buffers, l.recv.total, Fill::none);
+    comm_->all_to_all_v(Span<const T>(host_in.data(), in.size()), send_counts,
+                        Span<T>(host_out.data(), out.size()), recv_counts);
+    B::to_device(recv, host_out.data(), out.bytes());
+  }
   // theirs: (n) <- peer's `mine`; both ranks call it with each other as peer. (NCCL: one
   // grouped send and receive; MPI: a posted receive, then the send.)
   template <class T>
@@ -322,6 +345,24 @@ class DeviceComm {
     if (path_ != CollectivePath::nccl) return false;
     if constexpr (kHasNccl<B>) comm_->counted(op, bytes, root, [&](const Waiting&) { run(); });
     return true;
+  }
+  static constexpr std::size_t kAny = ~std::size_t(0);  // a buffer's size, unknown: any count
+  template <class T>
+  void nccl_all_to_all_v(Span<const T> in, const a2a::Layout& l, Span<T> out) const {
+    if constexpr (kHasNccl<B>) {
+      const int me = rank();
+      B::copy(out.data() + l.recv.start[me], in.data() + l.send.start[me], l.own * sizeof(T));
+      auto run = [&](const Waiting&) {
+        nccl_->group_start();  // every peer's send and receive progress together
+        for (int j = 0; j < size(); ++j) {
+          if (j == me) continue;
+          if (l.send.count[j] > 0) nccl_->send(in.data() + l.send.start[j], l.send.count[j], j);
+          if (l.recv.count[j] > 0) nccl_->recv(out.data() + l.recv.start[j], l.recv.count[j], j);
+        }
+        nccl_->group_end();
+      };
+      comm_->counted(CommOp::all_to_all, in.bytes(), -1, run, l.own * sizeof(T));
+    }
   }
   // A host copy of n elements of device memory (waits for the device's work on them).
   template <class T>

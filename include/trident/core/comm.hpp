@@ -10,16 +10,20 @@
 // collectives. Both paths count the same bytes. (Measured, bench_comm: at 2 ranks on 2 cores
 // MPI's all_gather and broadcast move a peer's data in one copy and the shared-memory path's two
 // copies lose, 0.3-0.8x from 16 KiB to 4 MiB; at 8 ranks on 2 cores the shared-memory path wins
-// 1.4-5x.)
+// 1.4-5x.) The all-to-all with variable counts (all_to_all.hpp) of a group on one node takes the
+// shared-memory path (shm_all_to_all.hpp) at every size, its nonblocking form MPI's.
 #pragma once
 
 #include <mpi.h>
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "all_to_all.hpp"
 #include "comm_handle.hpp"
+#include "shm_all_to_all.hpp"
 
 namespace trident {
 
@@ -129,6 +133,16 @@ class Comm : public CommHandle {
         },
         tag);
   }
+  // recv's block j (recv_counts[j] elements) <- rank j's block for this rank (send_counts[j]
+  // elements of send go to rank j); blocks consecutive in rank order (all_to_all.hpp). Counted
+  // as all_to_all of the send counts' bytes, the own block also as kept (stats.hpp).
+  template <class T>
+  Request i_all_to_all_v(Span<const T> send, const AllToAllCounts& send_counts, Span<T> recv,
+                         const AllToAllCounts& recv_counts) const {
+    return post_all_to_all_v(
+        send, recv,
+        a2a::layout(name_, size_, rank_, send.size(), send_counts, recv.size(), recv_counts));
+  }
   Request ibarrier() const {
     return start(CommOp::barrier, 0, -1, [&](MPI_Request* r) { return MPI_Ibarrier(comm_, r); });
   }
@@ -226,12 +240,44 @@ class Comm : public CommHandle {
     irecv(buf, source, tag).wait();
   }
   void barrier() const { ibarrier().wait(); }
+  template <class T>
+  void all_to_all_v(Span<const T> send, const AllToAllCounts& send_counts, Span<T> recv,
+                    const AllToAllCounts& recv_counts) const {
+    const a2a::Layout l =
+        a2a::layout(name_, size_, rank_, send.size(), send_counts, recv.size(), recv_counts);
+    SharedSegment* segment = shm_tuning().enabled && size_ > 1 ? shared_segment(comm_) : nullptr;
+    if (!segment) return post_all_to_all_v(send, recv, l).wait();
+    std::string wrong;
+    recorded(CommOp::all_to_all, l.send.total * sizeof(T), -1, [&](const Waiting& what) {
+      keep(CommOp::all_to_all, l.own * sizeof(T));
+      wrong = shm::all_to_all_v(*segment, send.data(), l.send, recv.data(), l.recv, what);
+    });
+    require(wrong.empty(), "all_to_all_v on '" + name_ + "': " + wrong);
+  }
+  // What each rank will send this one: element j <- rank j's send_counts[this rank] (the counts
+  // exchanged before an all_to_all_v whose receivers do not know them). Counted as all_to_all.
+  [[nodiscard]] AllToAllCounts exchange_counts(const AllToAllCounts& send_counts) const {
+    static_cast<void>(a2a::blocks(send_counts, std::numeric_limits<std::size_t>::max(), size_,
+                                  name_, "exchange_counts' send_counts"));
+    AllToAllCounts got(send_counts.size());
+    const std::size_t one = sizeof(std::int64_t);
+    start(CommOp::all_to_all, got.size() * one, -1, [&](MPI_Request* r) {
+      keep(CommOp::all_to_all, one);
+      return MPI_Ialltoall(send_counts.data(), 1, MPI_INT64_T, got.data(), 1, MPI_INT64_T, comm_,
+                           r);
+    }).wait();
+    return got;
+  }
 
   // An operation on this group run outside MPI (NCCL, backend/device_comm.hpp): run(what) is
-  // counted in comm_stats() and recorded by the flight recorder as this communicator's call.
+  // counted in comm_stats() and recorded by the flight recorder as this communicator's call;
+  // `kept` of its bytes stay on this rank (an all-to-all's own block: stats.hpp).
   template <class Run>
-  void counted(CommOp op, std::size_t bytes, int peer, Run&& run) const {
-    recorded(op, bytes, peer, std::forward<Run>(run));
+  void counted(CommOp op, std::size_t bytes, int peer, Run&& run, std::size_t kept = 0) const {
+    recorded(op, bytes, peer, [&](const Waiting& what) {
+      keep(op, kept);
+      run(what);
+    });
   }
 
   // One value reduced over the group (sum, max or min).
@@ -252,6 +298,20 @@ class Comm : public CommHandle {
     std::size_t n = 0;
     for (const shm::WindowRange& g : ranges) n += g.n;
     recorded(op, n * sizeof(T), -1, [&](const Waiting& what) { run(*segment, what); });
+  }
+  // Counts `bytes` of an operation being counted as kept on this rank (not in a group of one).
+  void keep(CommOp op, std::size_t bytes) const {
+    if (size_ > 1 && bytes > 0) comm_stats().add_kept(name_, op, bytes);
+  }
+  template <class T>
+  Request post_all_to_all_v(Span<const T> send, Span<T> recv, const a2a::Layout& l) const {
+    std::shared_ptr<a2a::MpiArguments> args = a2a::mpi_arguments(l, name_);
+    Request r = start(CommOp::all_to_all, l.send.total * sizeof(T), -1, [&](MPI_Request* q) {
+      keep(CommOp::all_to_all, l.own * sizeof(T));
+      return a2a::post(send.data(), recv.data(), *args, comm_, q);
+    });
+    r.keep_alive(args);  // MPI reads the counts until the call completes
+    return r;
   }
 };
 

@@ -7,8 +7,12 @@
 //               reduce_scatter ..................... the full input (group size * shard)
 //               all_gather ......................... the full output (group size * shard)
 //               send / recv ........................ the message
+//               all_to_all ......................... what this rank sends: the sum of its send
+//                                                    counts (its own block included) * sizeof(T)
 //    Algorithmic factors such as the ring's 2(n-1)/n are formulas applied on top, never counted
-//    (wire_bytes, below: what a rank sends).
+//    (wire_bytes, below: what a rank sends). An all-to-all's own block stays on its rank: counted
+//    in `bytes` as above and again in `kept`, so that its wire bytes are bytes - kept exactly,
+//    whatever the counts.
 //    The ZeRO paper's "communication volume" of an all-reduce of Psi elements is 2 Psi, of a
 //    reduce-scatter or all-gather Psi (Rajbhandari et al. 2020, §7): see paper_volume().
 //  - seconds: wall time spent inside the call and inside its wait.
@@ -32,25 +36,28 @@ enum class CommOp {
   reduce,
   send,
   recv,
-  barrier
+  barrier,
+  all_to_all  // variable counts per peer (Comm::all_to_all_v, core/all_to_all.hpp)
 };
-inline constexpr int kCommOps = 8;
+inline constexpr int kCommOps = 9;
 
 inline const char* to_string(CommOp op) {
   constexpr const char* names[kCommOps] = {"all_reduce", "reduce_scatter", "all_gather",
                                            "broadcast",  "reduce",         "send",
-                                           "recv",       "barrier"};
+                                           "recv",       "barrier",        "all_to_all"};
   return names[static_cast<int>(op)];
 }
 
 struct OpCount {
   std::uint64_t calls = 0;
   std::uint64_t bytes = 0;
+  std::uint64_t kept = 0;  // of bytes, those that stay on this rank (an all-to-all's own block)
   double seconds = 0;
 
   OpCount& operator+=(const OpCount& o) {
     calls += o.calls;
     bytes += o.bytes;
+    kept += o.kept;
     seconds += o.seconds;
     return *this;
   }
@@ -84,7 +91,9 @@ struct CommCounts {
 // What a rank of a group of n puts on the wire for a counted buffer of `bytes`, with the
 // bandwidth-optimal algorithms (a ring, or recursive halving and doubling: Thakur et al. 2005):
 // all-reduce 2(n-1)/n of it (a reduce-scatter then an all-gather), reduce-scatter, all-gather,
-// broadcast and reduce (n-1)/n, a send all of it, a receive nothing.
+// broadcast and reduce (n-1)/n, a send all of it, a receive nothing; an all-to-all (n-1)/n of
+// it when its counts are even (the one block of n that stays), else exactly what leaves the
+// rank: its send counts but its own block (wire_bytes of CommCounts, below, from `kept`).
 inline double wire_bytes(CommOp op, int n, double bytes) {
   const double share = n > 1 ? double(n - 1) / n : 0;
   switch (op) {
@@ -101,8 +110,12 @@ inline double wire_bytes(CommOp op, int n, double bytes) {
 }
 inline double wire_bytes(const CommCounts& c) {
   double sum = 0;
-  for (int i = 0; i < kCommOps; ++i)
-    sum += wire_bytes(static_cast<CommOp>(i), c.group_size, double(c.ops[i].bytes));
+  for (int i = 0; i < kCommOps; ++i) {
+    const auto op = static_cast<CommOp>(i);
+    const OpCount& o = c.ops[i];
+    sum += op == CommOp::all_to_all ? double(o.bytes - o.kept)
+                                    : wire_bytes(op, c.group_size, double(o.bytes));
+  }
   return sum;
 }
 
@@ -113,6 +126,10 @@ class CommStats {
     c.group_size = group_size;
     c[op].calls += 1;
     c[op].bytes += bytes;
+  }
+  // The bytes of an operation recorded above that stay on this rank (OpCount::kept).
+  void add_kept(const std::string& comm, CommOp op, std::uint64_t bytes) {
+    counts_[comm][op].kept += bytes;
   }
   void add_seconds(const std::string& comm, CommOp op, double seconds) {
     counts_[comm][op].seconds += seconds;

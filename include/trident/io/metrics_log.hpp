@@ -7,7 +7,8 @@
 //    "memory_peak_bytes": {kind: the largest of the ranks' peaks during the step},
 //    "traffic_bytes": {axis: the largest of the ranks' bytes of the step, core/stats.hpp's count},
 //    "waits": {"compute_s", "exposed_s", "waiting_s": per rank, "waited_for_s": {group: the
-//              seconds all ranks waited for each rank}} (train/waits.hpp; null for the warm-up)}
+//              seconds all ranks waited for each rank}} (train/waits.hpp; null for the warm-up),
+//    "aux_loss", "expert_load": a mixture of experts' (train/expert_figures.hpp; 0 without)}
 // An evaluation's: {"step": the step it follows, "steps_done", "val_loss", "eval_batches"}.
 // mfu is train/mfu.hpp's, over the peak written in the run's JSON (null when no peak is known).
 // A resumed run appends: the steps redone since the checkpoint appear again, and the later lines
@@ -86,7 +87,9 @@ class MetricsLog {
            {"warmup", warmup},
            {"memory_peak_bytes", memory},
            {"traffic_bytes", traffic},
-           {"waits", waits && waits->enabled() ? waits_json(waits->last()) : nlohmann::json()}});
+           {"waits", waits && waits->enabled() ? waits_json(waits->last()) : nlohmann::json()},
+           {"aux_loss", r.aux_loss},
+           {"expert_load", r.expert_load}});
   }
 
   // Per rank: compute, exposed communication and waiting seconds; per group, the seconds all

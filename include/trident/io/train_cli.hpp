@@ -162,7 +162,8 @@ inline void print_step_legend(double clip) {
   std::printf(
       "(loss: the global batch's mean cross-entropy, nats per token; norm: the global gradient\n"
       " norm before clipping to %g; lr: this step's learning rate; tokens/s: this step; s: so "
-      "far)\n",
+      "far;\n with experts, aux: the load-balancing loss added to the loss, load: the busiest "
+      "expert's\n tokens over the mean, the worst layer)\n",
       clip);
 }
 
@@ -171,8 +172,11 @@ inline void print_step_legend(double clip) {
 // (the run's first spike: TrainHistory keeps whether it was).
 inline void print_step(int s, const StepResult& r, double tokens, double elapsed,
                        bool spike = false, double clip = 0, bool explain = false) {
-  std::printf("step %5d | loss %.6f | norm %.4f | lr %.2e | %8.0f tokens/s | %7.1f s%s%s\n", s,
-              r.loss, r.grad_norm, r.lr, tokens / r.seconds, elapsed,
+  char experts[64] = "";  // a mixture of experts: its load-balancing loss and expert load
+  if (r.expert_load > 0)
+    std::snprintf(experts, sizeof experts, " | aux %.2e | load %.2f", r.aux_loss, r.expert_load);
+  std::printf("step %5d | loss %.6f | norm %.4f | lr %.2e | %8.0f tokens/s | %7.1f s%s%s%s\n", s,
+              r.loss, r.grad_norm, r.lr, tokens / r.seconds, elapsed, experts,
               r.skipped ? " | skipped: not finite" : "", spike ? " | spike" : "");
   if (spike && explain && clip > 0)
     std::printf(

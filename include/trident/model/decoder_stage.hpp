@@ -14,7 +14,13 @@
 //       and Gradients; activation_size(); forward(Activations&, T* out, const T* w, halves);
 //       backward(const Activations&, T* dx, const T* dout, const T* w, T* g, Gradients&, part,
 //       halves) (part input may also accumulate cheap gradients, e.g. the norms', into g;
-//       halves, nn/block_halves.hpp: the stage's first or last layer may run one half only)
+//       halves, nn/block_halves.hpp: the stage's first or last layer may run one half only).
+//       Optional: Block(C, tp, rows, layer), one block per layer (layers that differ: a
+//       mixture of experts every n-th); kAddsToLoss = true: the backward takes the loss's scale
+//       last (a term the block adds to the loss: MoE's load-balancing loss), and
+//       loss_term(const Activations&, T scale) (that term, after a forward, in the loss's units)
+//       and expert_tokens(const Activations&) (tokens routed to each expert; empty: none) give
+//       the step's figures (take_layer_figures)
 //   template <class T, class B> using Head = ...;       // Head(C, tp, rows); type Activations;
 //       forward(Activations&, T* losses, const T* x, const std::int32_t* targets,
 //               const T* const* w)   (losses: (N), each token's loss)
@@ -35,7 +41,10 @@
 // block's forward is replayed before its backward.
 #pragma once
 
+#include <algorithm>
 #include <map>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "../backend/cpu/cpu.hpp"
@@ -77,6 +86,30 @@ DecoderUnits decoder_units(const M& model, const StageSpec& s, int tp) {
   return d;
 }
 
+// A block that adds a term of its own to the loss (decoder stage contract above).
+template <class Block, class = void>
+struct adds_to_loss : std::false_type {};
+template <class Block>
+struct adds_to_loss<Block, std::void_t<decltype(Block::kAddsToLoss)>>
+    : std::bool_constant<Block::kAddsToLoss> {};
+
+// The block of one layer: Block(C, tp, rows, layer) when the model's blocks differ by layer,
+// else Block(C, tp, rows) (the contract above).
+template <class Block, class Config, class TP>
+Block block_of_layer(const Config& c, const TP& tp, int rows, int layer) {
+  if constexpr (std::is_constructible_v<Block, const Config&, const TP&, int, int>)
+    return Block(c, tp, rows, layer);
+  else
+    return Block(c, tp, rows);
+}
+
+// What a stage's blocks added to a step (blocks with kAddsToLoss): their loss terms, in the
+// loss's units (MoE's load-balancing loss), and the tokens routed to each expert, per layer.
+struct LayerFigures {
+  double loss_terms = 0;
+  std::map<int, std::vector<double>> expert_tokens;  // layer -> (E), summed over microbatches
+};
+
 // Full recomputation (GPipe's re-materialisation) keeps only a block's input x.
 template <class Activations>
 void keep_only_input(Activations& a) {
@@ -100,7 +133,7 @@ class DecoderStage {
         recompute_(recompute),
         name_(model_name<M>::get()),
         embedding_(model.config(), tp, rows),
-        block_(model.config(), tp, rows),
+        blocks_(make_blocks(model, tp, rows, spec)),
         head_(model.config(), tp, rows),
         units_(decoder_units(model, spec, tp.size())),
         store_(layouts(units_, tp), zero, dp),
@@ -113,21 +146,25 @@ class DecoderStage {
   }
 
   UnitStore<T, S, B>& store() { return store_; }
+  // The blocks' loss terms and expert tokens of the training forwards since the last call.
+  LayerFigures take_layer_figures() { return std::exchange(figures_, LayerFigures{}); }
   const StageSpec& spec() const { return spec_; }
   // Elements of the activation passed between pipeline stages.
-  std::size_t activation_size() const { return block_.activation_size(); }
+  std::size_t activation_size() const { return blocks_.front().activation_size(); }
   // What one whole layer's forward kept for its backward, bytes (before recomputation drops
-  // it), as measured by MemoryStats; 0 before a layer ran (the run report's activations).
+  // it), as measured by MemoryStats, the largest of the stage's layers (an MoE layer's, where
+  // layers differ); 0 before a layer ran (the run report's activations).
   double layer_activation_bytes() const { return layer_activation_bytes_; }
   // Elements of one block of keys and values that ring attention passes (cp/): the Block's,
   // for a model with kContextParallel.
-  std::size_t ring_block_size() const { return block_.ring_block_size(); }
+  std::size_t ring_block_size() const { return blocks_.front().ring_block_size(); }
 
   // input from the previous stage (ignored on the first, which embeds data.inputs); output for
   // the next stage (ignored on the last); both in B's memory. Returns this microbatch's loss
   // times `scale` (the last stage; 0 elsewhere).
   double forward(int mb, const Microbatch& data, const T* input, T* output, T scale) {
     Stash& st = stash_[mb];
+    scale_ = scale;
     const std::size_t k = layers_forward(st, data, input, output, /*keep=*/true);
     return spec_.last() ? head_loss(st, k, data, scale) : 0;
   }
@@ -181,14 +218,14 @@ class DecoderStage {
         Buf out(MemoryKind::buffers, size);
         const PartCall c = backward_call(name_, "Block::forward (recomputed)", part);
         const ContractScope scope(c);
-        block_.forward(st.blocks[l], out.data(), w, spec_.halves(l));
+        block(l).forward(st.blocks[l], out.data(), w, spec_.halves(l));
       }
       T* dx = !in ? nullptr : (l == 0 && !spec_.first()) ? dinput : dnext.data();
       typename Block::Gradients fused;
       const PartCall c = backward_call(name_, "Block::backward", part);
       const ContractScope scope(c);
-      block_.backward(st.blocks[l], dx, d.data(), w, params_.grads(k, 1)[0],
-                      part == nn::BackwardPart::both ? fused : st.grads[l], part, spec_.halves(l));
+      block_backward(l, st.blocks[l], dx, d.data(), w, params_.grads(k, 1)[0],
+                     part == nn::BackwardPart::both ? fused : st.grads[l], part, scale);
       if (in) params_.release(k, 1);
       if (part == nn::BackwardPart::input) {
         st.blocks[l].drop_what_weight_gradients_do_not_need();
@@ -215,6 +252,37 @@ class DecoderStage {
   }
 
  private:
+  // The stage's blocks, one per layer (a stage of no layers keeps one, for its sizes).
+  static std::vector<Block> make_blocks(const M& model, const TensorParallel<B>& tp, int rows,
+                                        const StageSpec& s) {
+    std::vector<Block> blocks;
+    blocks.reserve(std::max(1, s.layers));
+    for (int l = 0; l < std::max(1, s.layers); ++l)
+      blocks.push_back(block_of_layer<Block>(model.config(), tp, rows, s.first_layer + l));
+    return blocks;
+  }
+  const Block& block(int l) const { return blocks_[l]; }
+  // A training forward's figures of layer l (LayerFigures).
+  void note_figures(int l, const typename Block::Activations& a) {
+    if constexpr (adds_to_loss<Block>::value) {
+      figures_.loss_terms += block(l).loss_term(a, scale_);
+      const auto& tokens = block(l).expert_tokens(a);
+      if (tokens.empty()) return;
+      std::vector<double>& sum = figures_.expert_tokens[spec_.first_layer + l];
+      sum.resize(tokens.size());
+      for (std::size_t e = 0; e < tokens.size(); ++e) sum[e] += tokens[e];
+    }
+  }
+  // Layer l's backward (of the microbatch whose activations are `a`), with the loss's scale
+  // when the block adds a term to the loss.
+  void block_backward(int l, const typename Block::Activations& a, T* dx, const T* dout, const T* w,
+                      T* g, typename Block::Gradients& d, nn::BackwardPart part, T scale) const {
+    if constexpr (adds_to_loss<Block>::value)
+      block(l).backward(a, dx, dout, w, g, d, part, spec_.halves(l), scale);
+    else
+      block(l).backward(a, dx, dout, w, g, d, part, spec_.halves(l));
+  }
+
   // A pointer the trainer gives the stage (its pass's contract above).
   void expect(bool given, const char* what, const char* pass) const {
     require(given, "model " + name_ + ": stage " + std::to_string(spec_.index) + "'s " + pass +
@@ -277,11 +345,13 @@ class DecoderStage {
                : spec_.last()       ? st.head_input.data()
                                     : output;
       const std::size_t held = memory_stats().current(MemoryKind::activations);
-      block_.forward(st.blocks[l], out, params_.use(k, 1)[0], spec_.halves(l));
+      block(l).forward(st.blocks[l], out, params_.use(k, 1)[0], spec_.halves(l));
       if (keep && spec_.halves(l) == nn::BlockHalves::both)  // its input x, and what it added
-        layer_activation_bytes_ =
-            double(memory_stats().current(MemoryKind::activations) - held + size * sizeof(T));
+        layer_activation_bytes_ = std::max(
+            layer_activation_bytes_,
+            double(memory_stats().current(MemoryKind::activations) - held + size * sizeof(T)));
       params_.release(k, 1), ++k;
+      if (keep) note_figures(l, st.blocks[l]);
       if (!keep)
         st.blocks[l] = typename Block::Activations{};
       else if (recompute_ == Recompute::full)
@@ -339,13 +409,15 @@ class DecoderStage {
   Recompute recompute_;
   std::string name_;  // the model's, for contract messages
   Embedding embedding_;
-  Block block_;
+  std::vector<Block> blocks_;
   Head head_;
   DecoderUnits units_;
   UnitStore<T, S, B> store_;
   StageParams<T, S, B> params_;
   std::map<int, Stash> stash_;
   double layer_activation_bytes_ = 0;
+  T scale_ = T(0);        // the loss's scale of the training forward under way
+  LayerFigures figures_;  // since take_layer_figures
 };
 
 }  // namespace trident

@@ -109,7 +109,7 @@ void check_embedding(PartCheck<M>& p, const std::vector<std::int32_t>& tokens, G
 template <class M>
 void check_block(PartCheck<M>& p, int l, GradientReport& r) {
   using Block = typename M::template Block<double, Cpu>;
-  const Block block(p.model.config(), p.tp, p.rows);
+  const Block block = block_of_layer<Block>(p.model.config(), p.tp, p.rows, l);
   const std::vector<UnitSpec> specs = {p.model.layer_unit(l)};
   Units u(p.model, specs);
   std::vector<double> x = random_values(p.n, p.rng);

@@ -38,6 +38,7 @@
 #include "../tp/sequence_parallel_gradients.hpp"
 #include "../tp/tensor_parallel.hpp"
 #include "device_groups.hpp"
+#include "expert_figures.hpp"
 #include "gradient_norm.hpp"
 #include "model_states.hpp"
 #include "parameter_update.hpp"
@@ -52,6 +53,9 @@ struct [[nodiscard]] StepResult {
   double origin = 0;             // the step's start (detail::now_seconds), intervals' zero
   double optimizer_seconds = 0;  // the gradient norm and the update
   bool skipped = false;          // a non-finite loss or gradient norm; no update (skip_nonfinite)
+  // A mixture of experts (train/expert_figures.hpp): the load-balancing loss, in the loss's units
+  // (not in `loss`, the LM's), and the busiest expert's tokens over the mean; 0 without experts.
+  double aux_loss = 0, expert_load = 0;
   std::vector<pp::Interval> intervals;  // this rank's pipeline timeline
 };
 
@@ -178,6 +182,12 @@ StepResult Trainer<M, T, S, B>::step(bool apply) {
   // virtual stage (TP rank 0): the last stage, or stage 0 in ZB-V's V
   const bool counts = o_.holds_loss(mesh_.stage()) && mesh_.coord().tp == 0;
   r.loss = mesh_.world().all_reduce_value(faults().loss(counts ? stage.loss : 0.0));
+  if (const int experts = model_experts(model_); experts > 0) {
+    const ExpertFigures e =
+        expert_figures(mesh_.world(), chunks_, mesh_.coord().tp == 0, model_.layers(), experts);
+    r.aux_loss = e.aux_loss;
+    r.expert_load = e.expert_load;
+  }
   const double before_optimizer = detail::now_seconds();
   if (apply) optimizer(r);
   r.seconds = detail::now_seconds() - r.origin;

@@ -19,9 +19,11 @@
 
 #include <mpi.h>
 
+#include <climits>
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "../../core/comm.hpp"
@@ -96,8 +98,8 @@ class MpiNccl {
     auto host = std::make_shared<std::vector<T>>(staged(data, n));
     post(
         [&](MPI_Request* r) {
-          return MPI_Issend(host->data(), int(n), mpi_type<T>(), peer, message_tags::kEmulatedNccl,
-                            comm_, r);
+          return MPI_Issend(host->data(), count(n), mpi_type<T>(), peer,
+                            message_tags::kEmulatedNccl, comm_, r);
         },
         [host] {});
   }
@@ -106,7 +108,7 @@ class MpiNccl {
     auto host = std::make_shared<std::vector<T>>(n);
     post(
         [&](MPI_Request* r) {
-          return MPI_Irecv(host->data(), int(n), mpi_type<T>(), peer, message_tags::kEmulatedNccl,
+          return MPI_Irecv(host->data(), count(n), mpi_type<T>(), peer, message_tags::kEmulatedNccl,
                            comm_, r);
         },
         [host, data, n] { Copy::to_device(data, host->data(), n * sizeof(T)); });
@@ -117,6 +119,13 @@ class MpiNccl {
     MPI_Request request;
     std::function<void()> done;  // after completion (keeps the host buffer alive)
   };
+  // n as MPI's int count; an Error past INT_MAX (NCCL's counts are size_t: a message that big
+  // runs on GPUs, not in this emulation).
+  int count(std::size_t n) const {
+    require(n <= static_cast<std::size_t>(INT_MAX),
+            name_ + ": a message of " + std::to_string(n) + " elements, past INT_MAX");
+    return static_cast<int>(n);
+  }
   int size() const {
     int n = 1;
     MPI_Comm_size(comm_, &n);

@@ -4,7 +4,8 @@
 //   x2  = x  + RowParallel(Attention(RoPE(QKV(RMSNorm1(x)))))     grouped-query attention half
 //   out = x2 + RowParallel(SwiGLU(ColumnParallel(RMSNorm2(x2))))   SwiGLU MLP half
 //
-// Either half may run alone (nn/block_halves.hpp: a pipeline stage boundary between them).
+// Either half may run alone (nn/block_halves.hpp: a pipeline stage boundary between them). In an
+// MoE layer (Config::is_moe) the MLP is a mixture of experts (moe_mlp.hpp).
 // QKV and gate/up are column-parallel, o and down row-parallel (Megatron-LM §3): one TP
 // all-reduce per half in forward and one in backward; with sequence parallelism an all-gather
 // and a reduce-scatter instead, and x, x2 are this rank's sequence shard. No biases.
@@ -15,6 +16,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 
 #include "../../backend/device_buffer.hpp"
 #include "../../cp/attention.hpp"
@@ -25,6 +27,7 @@
 #include "../../nn/rope.hpp"
 #include "../../nn/swiglu.hpp"
 #include "../../tp/linear.hpp"
+#include "moe_mlp.hpp"
 #include "params.hpp"
 #include "qkv.hpp"
 
@@ -34,21 +37,27 @@ namespace trident::llama {
 template <class T, class B>
 struct BlockActivations {
   using Buf = backend::DeviceBuffer<T, B>;
-  Buf x;        // (n, C) input: the residual stream
-  Buf rstd1;    // (n) RMSNorm1's 1/rms
-  Buf norm1;    // (N, C) RMSNorm1's output as QKV saw it (gathered under SP)
-  Buf qkv;      // (N, Wd) q, k rotated by RoPE, v
-  Buf probs;    // (B, Hl, seq, cp seq)
-  Buf att;      // (N, Hl D)
-  Buf x2;       // (n, C) residual after attention
-  Buf rstd2;    // (n)
-  Buf norm2;    // (N, C)
-  Buf gate_up;  // (N, 2 Fl) [gate | up]
-  Buf act;      // (N, Fl) SwiGLU(gate, up)
+  Buf x;                     // (n, C) input: the residual stream
+  Buf rstd1;                 // (n) RMSNorm1's 1/rms
+  Buf norm1;                 // (N, C) RMSNorm1's output as QKV saw it (gathered under SP)
+  Buf qkv;                   // (N, Wd) q, k rotated by RoPE, v
+  Buf probs;                 // (B, Hl, seq, cp seq)
+  Buf att;                   // (N, Hl D)
+  Buf x2;                    // (n, C) residual after attention
+  Buf rstd2;                 // (n)
+  Buf norm2;                 // (N, C)
+  Buf gate_up;               // (N, 2 Fl) [gate | up]
+  Buf act;                   // (N, Fl) SwiGLU(gate, up)
+  MoeActivations<T, B> moe;  // an MoE layer's MLP (gate_up and act unused)
 
   // After the input half of the backward (B): frees what only B reads (the rotated qkv, the
   // attention probabilities, gate/up before SwiGLU); the weight half (W) reads the rest.
-  void drop_what_weight_gradients_do_not_need() { qkv.reset(), probs.reset(), gate_up.reset(); }
+  void drop_what_weight_gradients_do_not_need() {
+    qkv.reset();
+    probs.reset();
+    gate_up.reset();
+    moe.drop_what_weight_gradients_do_not_need();
+  }
 };
 
 // The gradients of a block's layer outputs: written by the input half of the backward (B), read
@@ -61,6 +70,7 @@ struct BlockGradients {
   Buf d_gate_up;            // (N, 2 Fl) gate/up's dy (after SwiGLU's backward)
   Buf dnorm2, dx2, dnorm1;  // (n, C) RMSNorm2's dy, o's dy, RMSNorm1's dy
   Buf d_qkv;                // (N, Wd) QKV's dy (after RoPE's backward)
+  MoeGradients<T, B> moe;   // an MoE layer's MLP (d_gate_up unused)
 };
 
 // The decoder block of model/decoder_stage.hpp's interface, on backend B.
@@ -71,8 +81,11 @@ class Block {
  public:
   using Activations = BlockActivations<T, B>;
   using Gradients = BlockGradients<T, B>;
+  // Its backward takes the loss's scale (model/decoder_stage.hpp): the load-balancing loss.
+  static constexpr bool kAddsToLoss = true;
 
-  Block(const Config& c, const TensorParallel<B>& tp, int batch)
+  // layer: the model's layer this block computes (its MLP is dense or a mixture of experts).
+  Block(const Config& c, const TensorParallel<B>& tp, int batch, int layer = 0)
       : tp_(tp),
         seq_(tp.local_seq(c.seq)),
         B_(batch),
@@ -83,8 +96,9 @@ class Block {
         Fl_(c.ffn() / tp.size()),
         eps_(T(c.norm_eps)),
         rope_(seq_, c.head_size(), c.rope_theta, tp.positions(seq_)) {
-    const UnitLayout layout = layout_unit(block_unit(c, 0), tp.size(), tp.rank());
-    for (int k = 0; k < kBlockParams; ++k) offset_[k] = layout.params[k].offset;
+    const UnitLayout layout = layout_unit(block_unit(c, layer), tp.size(), tp.rank());
+    for (std::size_t k = 0; k < layout.params.size(); ++k) offset_[k] = layout.params[k].offset;
+    if (c.is_moe(layer)) moe_.emplace(c, tp, seq_, batch);
     qkv_.in = C_;
     qkv_.q = Hl_ * D_;
     qkv_.kv = KVl_ * D_;
@@ -115,7 +129,9 @@ class Block {
     }
     if (mlp) {
       if (attention) act(a.x2, n * C_);
-      act(a.rstd2, n), act(a.norm2, N * C_), act(a.gate_up, N * 2 * Fl_), act(a.act, N * Fl_);
+      const std::size_t dense = moe_ ? 0 : N;
+      act(a.rstd2, n), act(a.norm2, N * C_), act(a.gate_up, dense * 2 * Fl_);
+      act(a.act, dense * Fl_);
     }
     const bool sp = tp_.sequence_parallel;
     Buf norm_local(MemoryKind::buffers, sp ? n * C_ : 0, Fill::none);
@@ -146,29 +162,43 @@ class Block {
       nn::rmsnorm_forward<B>(norm_out2, a.rstd2.data(), x2, w + offset_[kMlpNorm], int(n), C_,
                              eps_);
     if (!mlp) return;
-    gate_up_.forward(tp_, a.gate_up.data(), norm_out2, a.norm2.data(), w + offset_[kGateUp],
-                     nullptr, int(N));
-    nn::swiglu_forward<B>(a.act.data(), a.gate_up.data(), a.gate_up.data() + Fl_, int(N), Fl_,
-                          2 * Fl_);
-    down_.forward(tp_, y.data(), partial, a.act.data(), w + offset_[kDown], nullptr, int(N));
+    if (moe_) {  // the experts' partial sums, reduced by g as a row-parallel layer's
+      const T* used = tp_.f_forward(norm_out2, a.norm2.data(), int(N), C_);
+      moe_->forward(a.moe, partial, used, w + offset_[kRouter], w + offset_[kExpertsGateUp],
+                    w + offset_[kExpertsDown]);
+      tp_.g_forward(y.data(), partial, int(N), C_);
+    } else {
+      gate_up_.forward(tp_, a.gate_up.data(), norm_out2, a.norm2.data(), w + offset_[kGateUp],
+                       nullptr, int(N));
+      nn::swiglu_forward<B>(a.act.data(), a.gate_up.data(), a.gate_up.data() + Fl_, int(N), Fl_,
+                            2 * Fl_);
+      down_.forward(tp_, y.data(), partial, a.act.data(), w + offset_[kDown], nullptr, int(N));
+    }
     nn::residual_forward<B>(out, x2, y.data(), no_bias, int(n), C_);
   }
+
+  // The loss term this microbatch's forward added (MoE's load-balancing loss, in the loss's
+  // units: scale is the loss's), and the tokens routed to each expert; 0 and none when dense.
+  double loss_term(const Activations& a, T scale) const {
+    return moe_ ? moe_->loss_term(a.moe, double(scale) * seq_) : 0.0;
+  }
+  const std::vector<int>& expert_tokens(const Activations& a) const { return a.moe.counts; }
 
   // One half, or both, of the backward (nn/backward_part.hpp). dout: (n, C) the output's
   // gradient; dx: (n, C) the input's (overwritten). input: writes dx and fills d (g unused, may
   // be null); weight: accumulates into g, the unit's gradients, from a and d (dx, dout, w unused).
   // halves as in forward: attention only takes x2's gradient as dout, mlp only writes x2's as dx.
+  // loss_scale: the loss's scale (1 / the global batch's tokens), for the load-balancing loss.
   void backward(const Activations& a, T* dx, const T* dout, const T* w, T* g, Gradients& d,
-                nn::BackwardPart part, nn::BlockHalves halves = nn::BlockHalves::both) const {
+                nn::BackwardPart part, nn::BlockHalves halves = nn::BlockHalves::both,
+                T loss_scale = T(0)) const {
     const std::size_t N = rows(), n = local_rows(), Wd = qkv_.width();
     const bool sp = tp_.sequence_parallel, in = nn::computes_input(part);
     const bool attention = nn::runs_attention(halves), mlp = nn::runs_mlp(halves);
     if (in) {  // kept until W (activations) when W runs later, scratch when fused
-      const MemoryKind kind =
-          part == nn::BackwardPart::both ? MemoryKind::buffers : MemoryKind::activations;
-      auto keep = [&](Buf& b, std::size_t size) { b.allocate(kind, size, Fill::none); };
+      auto keep = [&](Buf& b, std::size_t size) { b.allocate(kept(part), size, Fill::none); };
       keep(d.dy_mlp, sp && mlp ? N * C_ : 0), keep(d.dy_attn, sp && attention ? N * C_ : 0);
-      keep(d.d_gate_up, mlp ? N * 2 * Fl_ : 0), keep(d.dnorm2, mlp ? n * C_ : 0);
+      keep(d.d_gate_up, mlp && !moe_ ? N * 2 * Fl_ : 0), keep(d.dnorm2, mlp ? n * C_ : 0);
       keep(d.dx2, mlp && attention ? n * C_ : 0);
       keep(d.dnorm1, attention ? n * C_ : 0), keep(d.d_qkv, attention ? N * Wd : 0);
       if (part == nn::BackwardPart::input)
@@ -176,20 +206,17 @@ class Block {
     }
     const T* dy = part == nn::BackwardPart::weight ? d.dout.data() : dout;
     // all overwritten before they are read
-    Buf d_act(MemoryKind::buffers, in && mlp ? N * Fl_ : 0, Fill::none),
-        d_att(MemoryKind::buffers, in && attention ? N * Hl_ * D_ : 0, Fill::none),
+    Buf d_att(MemoryKind::buffers, in && attention ? N * Hl_ * D_ : 0, Fill::none),
         dnorm_full(MemoryKind::buffers, in && sp ? N * C_ : 0, Fill::none);
     auto W = [&](int k) { return w ? w + offset_[k] : nullptr; };
     auto G = [&](int k) { return g ? g + offset_[k] : nullptr; };
 
-    if (mlp) {  // MLP half: out = x2 + down(swiglu(gate_up(rmsnorm2(x2))))
-      down_.backward(tp_, d_act.data(), G(kDown), nullptr, dy, d.dy_mlp.data(), a.act.data(),
-                     W(kDown), int(N), part);
-      if (in)
-        nn::swiglu_backward<B>(d.d_gate_up.data(), d.d_gate_up.data() + Fl_, d_act.data(),
-                               a.gate_up.data(), a.gate_up.data() + Fl_, int(N), Fl_, 2 * Fl_);
-      gate_up_.backward(tp_, d.dnorm2.data(), sp ? dnorm_full.data() : d.dnorm2.data(), G(kGateUp),
-                        nullptr, d.d_gate_up.data(), a.norm2.data(), W(kGateUp), int(N), part);
+    if (mlp) {  // MLP half: out = x2 + mlp(rmsnorm2(x2))
+      T* dnorm = sp ? dnorm_full.data() : d.dnorm2.data();
+      if (moe_)
+        moe_backward(a, d, dnorm, dy, w, g, part, loss_scale);
+      else
+        dense_backward(a, d, dnorm, dy, w, g, part);
       // dx2 = dy + RMSNorm2's input gradient, in one pass (input half)
       nn::rmsnorm_backward<B>(attention ? d.dx2.data() : dx, G(kMlpNorm), d.dnorm2.data(),
                               attention ? a.x2.data() : a.x.data(), W(kMlpNorm), a.rstd2.data(),
@@ -214,6 +241,45 @@ class Block {
   }
 
  private:
+  // Where the backward's input half keeps what its weight half reads: the activations' memory
+  // when W runs later, scratch when fused.
+  static MemoryKind kept(nn::BackwardPart part) {
+    return part == nn::BackwardPart::both ? MemoryKind::buffers : MemoryKind::activations;
+  }
+  // The dense MLP: down(swiglu(gate_up(.))). dy: (n, C) -> d.dnorm2: (n, C) through dnorm:
+  // (N, C) (d.dnorm2 itself without SP); the weights' gradients into g.
+  void dense_backward(const Activations& a, Gradients& d, T* dnorm, const T* dy, const T* w, T* g,
+                      nn::BackwardPart part) const {
+    const int N = rows();
+    const bool in = nn::computes_input(part);
+    Buf d_act(MemoryKind::buffers, in ? std::size_t(N) * Fl_ : 0, Fill::none);
+    auto W = [&](int k) { return w ? w + offset_[k] : nullptr; };
+    auto G = [&](int k) { return g ? g + offset_[k] : nullptr; };
+    down_.backward(tp_, d_act.data(), G(kDown), nullptr, dy, d.dy_mlp.data(), a.act.data(),
+                   W(kDown), N, part);
+    if (in)
+      nn::swiglu_backward<B>(d.d_gate_up.data(), d.d_gate_up.data() + Fl_, d_act.data(),
+                             a.gate_up.data(), a.gate_up.data() + Fl_, N, Fl_, 2 * Fl_);
+    gate_up_.backward(tp_, d.dnorm2.data(), dnorm, G(kGateUp), nullptr, d.d_gate_up.data(),
+                      a.norm2.data(), W(kGateUp), N, part);
+  }
+  // The mixture of experts, as dense_backward; the router's input gradient is added after f.
+  void moe_backward(const Activations& a, Gradients& d, T* dnorm, const T* dy, const T* w, T* g,
+                    nn::BackwardPart part, T loss_scale) const {
+    const int N = rows();
+    if (nn::computes_input(part)) {
+      const T* dy_full = tp_.g_backward(dy, d.dy_mlp.data(), N, C_);
+      // the loss's weight of a sequence: scale x its tokens (1 / the global batch's sequences)
+      moe_->backward_input(a.moe, d.moe, dnorm, dy_full, w + offset_[kExpertsGateUp],
+                           w + offset_[kExpertsDown], loss_scale * T(seq_), kept(part));
+      tp_.f_backward(d.dnorm2.data(), dnorm, N, C_);
+      moe_->add_router_input_gradient(d.dnorm2.data(), d.moe, w + offset_[kRouter]);
+    }
+    if (nn::computes_weights(part))
+      moe_->backward_weight(a.moe, d.moe, a.norm2.data(), g + offset_[kRouter],
+                            g + offset_[kExpertsGateUp], g + offset_[kExpertsDown]);
+  }
+
   std::array<const T*, 3> qkv_weights(const T* w) const {
     if (!w) return {nullptr, nullptr, nullptr};
     return {w + offset_[kQ], w + offset_[kK], w + offset_[kV]};
@@ -223,7 +289,8 @@ class Block {
   int seq_, B_, C_, Hl_, KVl_, D_, Fl_;
   T eps_;
   nn::RopeTable<T, B> rope_;
-  std::array<std::size_t, kBlockParams> offset_{};
+  std::array<std::size_t, kMoeBlockParams> offset_{};
+  std::optional<MoeMlp<T, B>> moe_;  // an MoE layer's MLP, else gate_up_ and down_
   QkvProjection<T, B> qkv_;
   ColumnParallelLinear<T, B> gate_up_;
   RowParallelLinear<T, B> o_, down_;

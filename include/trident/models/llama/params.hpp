@@ -24,6 +24,8 @@ namespace trident::llama {
 
 // Order of a block's parameters inside its unit (the index into UnitSpec::params).
 enum BlockParam { kAttnNorm, kQ, kK, kV, kO, kMlpNorm, kGateUp, kDown, kBlockParams };
+// An MoE layer's unit (Config::is_moe): the router and the experts in place of gate_up and down.
+enum MoeParam { kRouter = kGateUp, kExpertsGateUp, kExpertsDown, kMoeBlockParams };
 
 inline std::int64_t padded_vocab(const Config& c, int tp) {
   return (c.vocab + tp - 1) / tp * tp;  // Megatron's make-vocab-size-divisible-by TP
@@ -43,16 +45,34 @@ inline UnitSpec block_unit(const Config& c, int layer) {
   auto gain = [&](std::string n) {
     return ParamSpec{p + n, {C}, Placement::Replicate(), 0, Init::ones, false};
   };
-  return {
+  UnitSpec u{
       "layers." + std::to_string(layer),
       {gain("input_layernorm.weight"),
        {p + "self_attn.q_proj.weight", {C, H * D}, Placement::Shard(1)},
        {p + "self_attn.k_proj.weight", {C, KV * D}, Placement::Shard(1)},
        {p + "self_attn.v_proj.weight", {C, KV * D}, Placement::Shard(1)},
        {p + "self_attn.o_proj.weight", {H * D, C}, Placement::Shard(0), 0, Init::residual_normal},
-       gain("post_attention_layernorm.weight"),
-       {p + "mlp.gate_up_proj.weight", {C, 2 * F}, Placement::Shard(1, 2)},
-       {p + "mlp.down_proj.weight", {F, C}, Placement::Shard(0), 0, Init::residual_normal}}};
+       gain("post_attention_layernorm.weight")}};
+  if (!c.is_moe(layer)) {
+    u.params.push_back({p + "mlp.gate_up_proj.weight", {C, 2 * F}, Placement::Shard(1, 2)});
+    u.params.push_back(
+        {p + "mlp.down_proj.weight", {F, C}, Placement::Shard(0), 0, Init::residual_normal});
+    return u;
+  }
+  // The router (C, E), replicated over TP; the E experts' weights stacked by rows, each expert
+  // split over TP as the dense MLP (gate/up by columns, down by rows): gate_up (E C, 2 F_e) in
+  // gate and up sections, down (E F_e, C) in E sections, so that a rank's slice of expert e is
+  // one contiguous (C, 2 F_e/t) and one (F_e/t, C) block (nn/experts.hpp).
+  const std::int64_t E = c.experts, Fe = c.expert_ffn();
+  u.params.push_back({p + "mlp.router.weight", {C, E}, Placement::Replicate()});
+  u.params.push_back(
+      {p + "mlp.experts.gate_up_proj.weight", {E * C, 2 * Fe}, Placement::Shard(1, 2)});
+  u.params.push_back({p + "mlp.experts.down_proj.weight",
+                      {E * Fe, C},
+                      Placement::Shard(0, static_cast<int>(E)),
+                      0,
+                      Init::residual_normal});
+  return u;
 }
 
 // Parameter p in Hugging Face's LlamaForCausalLM files (io/file_layout.hpp): "model." before
@@ -61,6 +81,9 @@ inline std::vector<FileTensor> hf_tensors(const ParamSpec& p) {
   if (p.name == "lm_head.weight") return {{p.name, false}};
   const std::string name = "model." + p.name;
   if (p.shape.size() == 1 || p.name == "embed_tokens.weight") return {{name, false}};
+  if (name.find(".mlp.experts.") != std::string::npos ||
+      name.find(".mlp.router.") != std::string::npos)
+    return {{name, false}};  // trident's own layout (Mixtral's keeps one tensor per expert)
   const std::size_t gate_up = name.find("gate_up_proj");
   if (gate_up != std::string::npos) {
     const std::string before = name.substr(0, gate_up), after = name.substr(gate_up + 12);
