@@ -34,6 +34,19 @@ inline llama::Config small_llama(int layers = 4) {
   return c;
 }
 
+// The small Llama with experts (models/llama/moe_mlp.hpp): four of width 48 in layers 0, every,
+// 2 every, ... of 4, each token routed to its top_k, and a load-balancing coefficient large
+// enough that its gradient moves the router measurably.
+inline llama::Config small_llama_moe(int top_k = 2, int every = 2) {
+  llama::Config c = small_llama();
+  c.experts = 4;
+  c.top_k = top_k;
+  c.moe_every = every;
+  c.expert_ffn_size = 48;
+  c.aux_loss_coef = 0.1;
+  return c;
+}
+
 // Warm-up of one step, so that the learning rate moves from the first step.
 inline AdamW small_optimizer() {
   AdamW a;

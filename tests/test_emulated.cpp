@@ -161,3 +161,15 @@ TEST_CASE("emulated device: a step's host-device crossings are its tokens, losse
           std::uint64_t(m * (first + last)) * tokens * sizeof(std::int32_t));
   });
 }
+
+// Selective recomputation (--recompute selective) on the device: PP2 under ZB-H1 (its B
+// recomputes the attention probabilities into device scratch) against none, bit for bit.
+TEST_CASE("emulated device: GPT-2 under selective recomputation, bit for bit as none") {
+  TRIDENT_RANKS(2, comm);
+  gpt2::Options o = on({1, 2, 1}, ScheduleKind::zb_h1, 4);
+  const TokenSource data = TokenSource::synthetic(o.model.vocab);
+  gpt2::Trainer<float, float, Emulated> none(comm, o, data);
+  o.recompute = Recompute::selective;
+  gpt2::Trainer<float, float, Emulated> selective(comm, o, data);
+  test::check_same_bits(selective, none);
+}

@@ -1,7 +1,8 @@
 // The Llama-style decoder (models/llama/): every parallel configuration against its own
 // single-process run in double (every step's loss and gradient norm, every parameter after 3
 // AdamW steps) through the parity kit (testing/), the whole model's and each part's gradients
-// against central finite differences, and the model's bad input.
+// against central finite differences, and the model's bad input; selective recomputation
+// (--recompute selective) against none, bit for bit, and the activations it keeps.
 #include <trident/models/llama/llama.hpp>
 
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <set>
 #include <string>
 
+#include <trident/backend/emulated/emulated.hpp>
 #include <trident/testing/doctest.hpp>
 #include <trident/train/formulas.hpp>
 
@@ -179,4 +181,87 @@ TEST_CASE("llama: one layer's activations per microbatch, measured, equal the mo
     CHECK(t.chunk(0).layer_activation_bytes() > 0);
     CHECK(t.chunk(0).layer_activation_bytes() == layer_activation_formula(t));
   }
+}
+
+namespace llama_recompute {
+
+// The small model, dense or with experts in layers 0 and 2 (top-2 of 4; moe_mlp.hpp).
+llama::Config model(bool moe) {
+  return moe ? test::small_llama_moe() : test::small_llama();
+}
+
+// o under --recompute selective against o under none on backend B, in float, bit for bit:
+// every step's loss and gradient norm, every parameter (model_parity.hpp's check_same_bits).
+template <class B = backend::Cpu>
+void same_bits_as_none(const Comm& comm, const llama::Config& c, TrainOptions o) {
+  const TokenSource data = TokenSource::synthetic(c.vocab);
+  o.recompute = Recompute::none;
+  llama::Trainer<float, float, B> none(comm, llama::Model(c), o, data);
+  o.recompute = Recompute::selective;
+  llama::Trainer<float, float, B> selective(comm, llama::Model(c), o, data);
+  test::check_same_bits(selective, none);
+}
+
+TrainOptions on(MeshShape mesh, pp::ScheduleKind kind, int m, int v = 1, ZeroPolicy zero = {},
+                bool sp = false, std::vector<double> split = {}) {
+  TrainOptions o = small_run(mesh);
+  o.schedule = kind;
+  o.microbatches = m;
+  o.virtual_stages = v;
+  o.zero = zero;
+  o.sequence_parallel = sp;
+  o.pp_layers = std::move(split);
+  return o;
+}
+
+}  // namespace llama_recompute
+
+TEST_CASE("llama: selective recomputation is bit for bit none (TP2 SP, PP2, DP2 ZeRO-3, MoE)") {
+  TRIDENT_RANKS(2, comm);
+  using llama_recompute::on;
+  using pp::ScheduleKind;
+  const struct {
+    const char* name;
+    TrainOptions o;
+  } cases[] = {
+      {"TP2 SP", on({2, 1, 1}, ScheduleKind::one_f_one_b, 1, 1, {}, true)},
+      {"PP2 1F1B m=4", on({1, 2, 1}, ScheduleKind::one_f_one_b, 4)},
+      {"PP2 ZB-H1 2.5 + 1.5", on({1, 2, 1}, ScheduleKind::zb_h1, 4, 1, {}, false, {2.5, 1.5})},
+      {"PP2 ZB-V m=4", on({1, 2, 1}, ScheduleKind::zbv, 4, 2)},
+      {"DP2 ZeRO-3 m=2", on({1, 1, 2}, ScheduleKind::one_f_one_b, 2, 1, {3})}};
+  for (const bool moe : {false, true})
+    for (const auto& c : cases) {
+      INFO(std::string(c.name) << (moe ? " MoE" : ""));
+      llama_recompute::same_bits_as_none(comm, llama_recompute::model(moe), c.o);
+    }
+  INFO("emulated device, TP2 SP and PP2 ZB-H1");
+  llama_recompute::same_bits_as_none<backend::Emulated>(comm, llama_recompute::model(false),
+                                                        cases[0].o);
+  llama_recompute::same_bits_as_none<backend::Emulated>(comm, llama_recompute::model(true),
+                                                        cases[2].o);
+}
+
+TEST_CASE("llama: selective recomputation keeps the formula, none's minus the probabilities") {
+  TRIDENT_RANKS(2, comm);
+  for (const bool moe : {false, true})
+    for (const bool sp : {false, true}) {
+      const llama::Config c = llama_recompute::model(moe);
+      TrainOptions o = small_run({2, 1, 1});
+      o.sequence_parallel = sp;
+      const TokenSource data = TokenSource::synthetic(c.vocab);
+      llama::Trainer<float> none(comm, llama::Model(c), o, data);
+      o.recompute = Recompute::selective;
+      llama::Trainer<float> selective(comm, llama::Model(c), o, data);
+      (void)none.step();
+      (void)selective.step();
+      // B H/t seq seq floats: one microbatch's attention probabilities on this TP rank
+      const double probs =
+          double(o.rows_per_microbatch()) * (c.heads / o.mesh.tp) * c.seq * c.seq * sizeof(float);
+      const double kept = selective.chunk(0).layer_activation_bytes();
+      INFO("TP2" << (sp ? " SP" : "") << (moe ? " MoE" : "") << ": none "
+                 << none.chunk(0).layer_activation_bytes() << ", selective " << kept);
+      CHECK(kept == layer_activation_formula(selective));
+      CHECK(none.chunk(0).layer_activation_bytes() == layer_activation_formula(none));
+      CHECK(kept == none.chunk(0).layer_activation_bytes() - probs);
+    }
 }

@@ -22,16 +22,9 @@ using namespace trident;
 
 namespace {
 
-// Four experts of width 48 in layers 0 and 2 of 4 (layers 1 and 3 dense), top-2, and a
-// load-balancing coefficient large enough that its gradient moves the router measurably.
+// Four experts of width 48 in layers 0 and 2 of 4 (layers 1 and 3 dense), top-2, by default.
 llama::Config small_moe(int top_k = 2, int every = 2) {
-  llama::Config c = test::small_llama();
-  c.experts = 4;
-  c.top_k = top_k;
-  c.moe_every = every;
-  c.expert_ffn_size = 48;
-  c.aux_loss_coef = 0.1;
-  return c;
+  return test::small_llama_moe(top_k, every);
 }
 
 TrainOptions moe_run(MeshShape mesh) {

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <string>
 #include <trident/costmodel/layout.hpp>
 #include <trident/costmodel/predict.hpp>
 #include <trident/models/gpt2/gpt2.hpp>
@@ -42,7 +43,8 @@ std::string describe(const gpt2::Options& o) {
          to_string(o.cp_split) + (o.sequence_parallel ? " SP" : "") + " ZeRO-" +
          std::to_string(o.zero.stage) + " m=" + std::to_string(o.microbatches) +
          " v=" + std::to_string(o.virtual_stages) + " " + pp::to_string(o.schedule) +
-         (o.recompute == Recompute::full ? " recompute" : "") +
+         (o.recompute != Recompute::none ? std::string(" recompute ") + to_string(o.recompute)
+                                         : std::string()) +
          (o.zero.reduce == GradReduce::per_step ? " per-step" : "") +
          (o.zero.keep_gathered ? " keep-gathered" : "") + " layers " +
          pp::half_split_text(layer_split(o));
@@ -183,6 +185,24 @@ TEST_CASE("one step: activation peak and bytes per axis as predicted") {
   zbv.schedule = pp::ScheduleKind::zbv;
   zbv.virtual_stages = 2;
   check_step(zbv);
+}
+
+// Selective recomputation: each layer's stash without its probabilities (held during its
+// forward), and its attention half's backward recomputing them (and attention's output) as
+// buffers — under 1F1B with TP and SP, ZB-H1 with DP and ZeRO-2, and a stage of one attention half.
+TEST_CASE("one step under selective recomputation: activation and buffer peaks as predicted") {
+  gpt2::Options sp = options({2, 2, 1}, 0, 4);
+  sp.sequence_parallel = true;
+  sp.recompute = Recompute::selective;
+  check_step(sp);
+  gpt2::Options zb = options({1, 2, 2}, 2, 4);
+  zb.schedule = pp::ScheduleKind::zb_h1;
+  zb.recompute = Recompute::selective;
+  check_step(zb);
+  gpt2::Options halves = options({1, 2, 2}, 1, 2);
+  halves.recompute = Recompute::selective;
+  halves.pp_layers = {0.5, 3.5};
+  check_step(halves);
 }
 
 TEST_CASE("one step under CP: the ring's bytes, DP x CP's, the activation peak as predicted") {

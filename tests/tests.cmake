@@ -45,6 +45,8 @@ set_tests_properties(context_parallel_nccl.4ranks PROPERTIES TIMEOUT ${timeout} 
 # Llama's trainers come compiled (models/llama/llama.hpp, cmake/trident_programs.cmake).
 target_link_libraries(test_bundle_${trident_bundle_of_llama} PRIVATE trident_llama_instances)
 trident_mpi_test(parity_pp RANKS 2 4 8 TIMEOUT 600 SOURCES test_parity_pp.cpp)
+# Selective recomputation (--recompute selective) against none, bit for bit, and its activations.
+trident_mpi_test(recompute RANKS 1 2 TIMEOUT 300 SOURCES test_recompute.cpp)
 trident_mpi_test(parity_zero RANKS 2 4 8 TIMEOUT 600 SOURCES test_parity_zero.cpp)
 trident_mpi_test(accounting RANKS 2 4 TIMEOUT 300 SOURCES test_accounting.cpp)
 trident_mpi_test(model RANKS 1 TIMEOUT 300 SOURCES test_model.cpp)

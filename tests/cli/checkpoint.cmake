@@ -82,6 +82,19 @@ trident_steps(checkpoint.llama_reshard
   "${run}|2|${llama}|--dtype|double|--dp|2|--zero|3|--checkpoint-dir|${d}|--resume|--json|${d}.resumed.json"
   "OUTPUT|resumed from ${d}/step-00000003 at step 3"
   "${compare}|${d}.whole.json|${d}.resumed.json|1e-10")
+# A mixture of experts (--experts) likewise: cut on TP2 x PP2 ZeRO-1, resumed on DP2 ZeRO-3, the
+# same losses as one process's; its weights saved (the experts in trident's own layout) and read.
+set(moe ${llama}|--experts|4|--moe-top-k|2|--moe-every|2)
+trident_steps(checkpoint.llama_moe_reshard
+  "${CMAKE_COMMAND}|-E|rm|-rf|${d}.moe"
+  "${run}|1|${moe}|--dtype|double|--json|${d}.moe.whole.json"
+  "${run}|4|${moe}|--dtype|double|--tp|2|--pp|2|--zero|1|--checkpoint-dir|${d}.moe|--save-every|3|--stop-after|3"
+  "${run}|2|${moe}|--dtype|double|--dp|2|--zero|3|--checkpoint-dir|${d}.moe|--resume|--json|${d}.moe.resumed.json"
+  "OUTPUT|resumed from ${d}.moe/step-00000003 at step 3"
+  "${compare}|${d}.moe.whole.json|${d}.moe.resumed.json|1e-10"
+  "${run}|2|${moe}|--tp|2|--steps|1|--save|${d}.moe.safetensors"
+  "${run}|1|${moe}|--init|${d}.moe.safetensors|--steps|1"
+  "OUTPUT|trident train_llama: ")
 trident_steps(checkpoint.llama_tools
   "${CMAKE_COMMAND}|-E|rm|-rf|${d}.tools"
   "${run}|2|${llama}|--tp|2|--eval-every|3|--sample|20|--save|${d}.tools.safetensors|--svg|${d}.tools.svg"

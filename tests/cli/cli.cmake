@@ -91,6 +91,10 @@ trident_cli_error(zb_h1_virtual_stages RANKS 2 PROGRAM train_gpt ARGS ${tiny} --
 trident_cli_error(zb_h1_recompute RANKS 2 PROGRAM train_gpt ARGS ${tiny} --pp 2
   --schedule zb-h1 --microbatches 2 --recompute full
   EXPECT "zb-h1 cannot honour --recompute: its W pass (weight gradients) runs after B and needs the block activations that full recomputation drops after B; use 1f1b with --recompute")
+# selective recomputation would rerun ring attention: refused under context parallelism
+trident_cli_error(selective_recompute_cp2 RANKS 2 PROGRAM train_gpt ARGS ${tiny} --cp 2
+  --recompute selective
+  EXPECT "--recompute selective recomputes the attention core from each rank's kept q, k, v; under context parallelism (--cp 2) that would rerun the ring: use --recompute none or full")
 trident_cli_error(zbv_microbatches RANKS 2 PROGRAM train_gpt ARGS ${tiny} --layers 4 --pp 2
   --schedule zbv --microbatches 1
   EXPECT "pipeline schedule zbv: needs at least as many microbatches as stages, m >= p (Qi et al. 2024): got 1 microbatches for 2 stages")
@@ -211,6 +215,12 @@ trident_same_losses(pp1_interleaved RANKS 1 ARGS --schedule interleaved --virtua
 trident_same_losses(tp2_sp_cp2 RANKS 4 ARGS --tp 2 --cp 2 --sequence-parallel)
 trident_same_losses(cp2_dp2_zero3_pp2 RANKS 8 ARGS --cp 2 --dp 2 --zero 3 --pp 2 --microbatches 2)
 trident_same_losses(llama_cp2_contiguous RANKS 2 PROGRAM train_llama ARGS --cp 2 --cp-split contiguous)
+# selective recomputation (the attention probabilities recomputed in the backward) with ZB-H1's
+# B/W split, and with TP and SP on Llama
+trident_same_losses(selective_pp2_zb_h1 RANKS 2 ARGS --pp 2 --schedule zb-h1 --microbatches 2
+  --recompute selective)
+trident_same_losses(llama_selective_tp2_sp RANKS 2 PROGRAM train_llama ARGS --tp 2
+  --sequence-parallel --recompute selective)
 # a token file (llm.c layout) as the data
 trident_same_losses(token_file_dp2 RANKS 2 ARGS --dp 2 BOTH --data ${token_files}/tokens_vocab300.bin --vocab 300)
 # On the emulated device (--device emulated: guarded device memory, collectives staged through

@@ -77,6 +77,7 @@ inline std::string layout_name(const gpt2::Options& o) {
   s += " m=" + n(o.microbatches);
   if (o.sequence_parallel) s += " SP";
   if (o.recompute == Recompute::full) s += " recompute";
+  if (o.recompute == Recompute::selective) s += " selective recompute";
   return s;
 }
 

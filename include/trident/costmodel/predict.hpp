@@ -96,15 +96,20 @@ inline MicrobatchWork microbatch_work(const gpt2::Options& o, const Precision& p
   // Narayanan et al. 2021 §5.1, one TP and CP rank's share: forward, backward (twice),
   // recomputation
   const double passes = 3 + (o.recompute == Recompute::full ? 1 : 0);
-  w.layer_flops = passes * layer_forward_flops(model_spec(o.model), a.B) / (tp * o.mesh.cp);
+  // selective recomputation: the attention core's forward again, 4 B s keys C / t (Q K^T, P V)
+  const bool selective = o.recompute == Recompute::selective;
+  w.layer_flops = passes * layer_forward_flops(model_spec(o.model), a.B) / (tp * o.mesh.cp) +
+                  (selective ? 4 * a.B * a.seq * a.keys * a.C / tp : 0);
   w.layer_linear_flops = passes * 24 * a.N * a.C * a.C / tp;  // without attention's 4 B s^2 h
   w.head_flops = 3 * 2 * a.N * a.C * a.vocab_rows;
   w.attention_share = nn::gpt_attention_half_forward_flops(a.keys, a.C, 1) /
                       nn::gpt_layer_forward_flops(a.keys, a.C, 1);
-  // models/gpt2/block.hpp's buffers: activations (twice with recomputation) and temporaries
+  // models/gpt2/block.hpp's buffers: activations (twice with full recomputation; the
+  // probabilities and attention's output again with selective) and temporaries
   const double temps = a.N * a.C + a.n * a.C + 8 * a.N * a.Cl + a.N * a.C + 2 * a.n * a.C;
-  w.layer_fill =
-      (layer_activation_elements(a) * (o.recompute == Recompute::full ? 2 : 1) + temps) * e;
+  w.layer_fill = (layer_activation_elements(a) * (o.recompute == Recompute::full ? 2 : 1) +
+                  (selective ? probability_elements(a) + a.N * a.Cl : 0) + temps) *
+                 e;
   w.head_fill = (head_activation_elements(a) + 2 * a.N * a.C) * e;
   return w;
 }

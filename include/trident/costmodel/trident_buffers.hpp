@@ -16,7 +16,8 @@
 //  - each pass's temporaries: the embedding's partial sums, a block's projection outputs (and
 //    under SP the LayerNorm's local rows and the projections' partial sums), a fused backward's
 //    gradients and the LayerNorms' dy, the loss's row statistics, the decoder's two gradients of
-//    the residual stream, a recomputed layer's output, ring attention's blocks under CP.
+//    the residual stream, a recomputed layer's output, ring attention's blocks under CP, and under
+//    selective recomputation an attention half's recomputed probabilities and (discarded) output.
 // Left out: the gradient norm's partial sums and the end-of-step reductions' shard of one unit.
 #pragma once
 
@@ -38,6 +39,7 @@ struct PassBuffers {
   double N = 0, n = 0, C = 0, Cl = 0, tb = 0;
   bool sp = false;
   double ring_forward = 0, ring_backward = 0;  // CP > 1: in an attention half's passes
+  double recomputed_core = 0;  // selective: an attention half's B recomputes probs and out
 
   double layer_forward(nn::BlockHalves h) const {  // y; ln_local, y_partial
     return (n * C + (sp ? n * C + N * C : 0)) * tb + (nn::runs_attention(h) ? ring_forward : 0);
@@ -49,7 +51,7 @@ struct PassBuffers {
     if (fused)                                                 // dy_mlp, d_fc, dx2, d_qkv
       e += (sp ? N * C : 0) + (mlp ? 4 * N * Cl : 0) + (mlp && att ? n * C : 0) +
            (att ? 3 * N * Cl : 0);
-    return e * tb + (att ? ring_backward : 0);
+    return e * tb + (att ? ring_backward + recomputed_core : 0);
   }
 };
 
@@ -66,6 +68,8 @@ inline PassBuffers pass_buffers(const gpt2::Options& o, const ActivationShape& a
   b.head_forward = ((b.sp ? nC : 0) + 4 * a.N) * tb;  // local; row_max, sums, losses
   b.head_backward = (nC + (b.sp ? NC : 0)) * tb;      // dln; dfull
   b.embedding_backward = (b.sp ? NC : 0) * tb;        // dfull
+  if (o.recompute == Recompute::selective)            // cp/attention.hpp's attention_probabilities
+    b.recomputed_core = (probability_elements(a) + a.N * a.Cl) * tb;
   if (o.mesh.cp > 1) {  // cp/ring_attention.hpp: blocks of K, V (2 N Cl), statistics
     const double block = 2 * a.N * a.Cl, stats = a.B * a.heads * a.seq;
     const double chunks = o.cp_split == CpSplit::contiguous ? o.mesh.cp : 2 * o.mesh.cp;

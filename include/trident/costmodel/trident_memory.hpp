@@ -143,12 +143,19 @@ inline ActivationShape activation_shape(const gpt2::Options& o) {
           vocab_rows};
 }
 
+// The attention core's probabilities (B Hl seq keys): what selective recomputation drops after
+// a layer's forward and recomputes in its backward (Korthikanti et al. 2022 §5).
+inline double probability_elements(const ActivationShape& a) {
+  return a.B * a.heads * a.seq * a.keys;
+}
 // models/gpt2/block.hpp's BlockActivations by half: attention x (n C), LN1's stats (2 n), ln1 (N
-// C), qkv (3 N Cl), probs (B Hl seq keys), att (N Cl); MLP x2 (n C: the stage's input when the MLP
-// half runs alone), LN2's stats (2 n), ln2 (N C), fc and act (4 N Cl each).
-inline double attention_activation_elements(const ActivationShape& a) {
-  return a.n * a.C + 2 * a.n + a.N * a.C + 3 * a.N * a.Cl + a.B * a.heads * a.seq * a.keys +
-         a.N * a.Cl;
+// C), qkv (3 N Cl), probs (B Hl seq keys; not kept under selective recomputation), att (N Cl);
+// MLP x2 (n C: the stage's input when the MLP half runs alone), LN2's stats (2 n), ln2 (N C), fc
+// and act (4 N Cl each).
+inline double attention_activation_elements(const ActivationShape& a,
+                                            Recompute r = Recompute::none) {
+  return a.n * a.C + 2 * a.n + a.N * a.C + 3 * a.N * a.Cl +
+         (r == Recompute::selective ? 0 : probability_elements(a)) + a.N * a.Cl;
 }
 inline double mlp_activation_elements(const ActivationShape& a) {
   return a.n * a.C + 2 * a.n + a.N * a.C + 8 * a.N * a.Cl;
@@ -163,11 +170,12 @@ inline double head_activation_elements(const ActivationShape& a) {
   return a.n * a.C + 2 * a.n + a.N * a.C + a.N * a.vocab_rows;
 }
 
-// What one microbatch of a chunk keeps until its backward: every half's activations, or only
-// each layer's input under full recomputation; the head's stash.
+// What one microbatch of a chunk keeps until its backward: every half's activations (but the
+// probabilities under selective recomputation), or only each layer's input under full
+// recomputation; the head's stash.
 inline double chunk_stash_elements(const ChunkUnits& c, const ActivationShape& a, Recompute r) {
   const double layers = r == Recompute::full ? c.layers * a.n * a.C
-                                             : c.attention * attention_activation_elements(a) +
+                                             : c.attention * attention_activation_elements(a, r) +
                                                    c.mlp * mlp_activation_elements(a);
   return layers + (c.head ? head_activation_elements(a) : 0);
 }
@@ -181,11 +189,11 @@ inline double chunk_stash_elements(const ChunkUnits& c, const ActivationShape& a
 struct LayerAtB {
   double gradients = 0, dropped = 0;
 };
-inline LayerAtB layer_at_b(nn::BlockHalves h, const ActivationShape& a, bool sp) {
+inline LayerAtB layer_at_b(nn::BlockHalves h, const ActivationShape& a, bool sp, Recompute r) {
   const bool att = nn::runs_attention(h), mlp = nn::runs_mlp(h);
   const double NC = a.N * a.C, NCl = a.N * a.Cl;
   const double stash =
-      (att ? attention_activation_elements(a) : 0) + (mlp ? mlp_activation_elements(a) : 0);
+      (att ? attention_activation_elements(a, r) : 0) + (mlp ? mlp_activation_elements(a) : 0);
   const double kept = (att ? NC + NCl : 0) + (mlp ? NC + 4 * NCl : 0);
   const double grads = a.n * a.C + (att ? 3 * NCl + (sp ? NC : 0) : 0) +
                        (mlp ? 4 * NCl + (sp ? NC : 0) : 0) + (att && mlp ? a.n * a.C : 0);
@@ -197,10 +205,11 @@ inline LayerAtB layer_at_b(nn::BlockHalves h, const ActivationShape& a, bool sp)
 struct InputHalf {
   double rise = 0, kept = 0;
 };
-inline InputHalf input_half(const ChunkUnits& c, const ActivationShape& a, bool sp, double stash) {
+inline InputHalf input_half(const ChunkUnits& c, const ActivationShape& a, bool sp, double stash,
+                            Recompute r) {
   double run = c.head ? -2 * a.n : 0, rise = 0;
   for (auto l = c.halves.rbegin(); l != c.halves.rend(); ++l) {
-    const LayerAtB x = layer_at_b(*l, a, sp);
+    const LayerAtB x = layer_at_b(*l, a, sp, r);
     run += x.gradients;
     rise = std::max(rise, run);
     run -= x.dropped;
@@ -215,7 +224,8 @@ inline InputHalf input_half(const ChunkUnits& c, const ActivationShape& a, bool 
 // Peak activation bytes of a rank of `stage`: its schedule walked action by action, each
 // forward adding its stash and each backward freeing it (zero-bubble: B most of it, W the rest).
 // Under full recomputation one layer's activations come back for a while: during each layer's
-// forward and its recomputation in the backward, on top of what is held.
+// forward and its recomputation in the backward, on top of what is held; under selective
+// recomputation a layer's probabilities, during its forward (in the backward they are buffers).
 inline double stage_activation_bytes(const gpt2::Options& o, int stage, const Precision& p) {
   const ActivationShape a = activation_shape(o);
   const std::vector<ChunkUnits> chunks = stage_chunks(o, stage);
@@ -240,7 +250,7 @@ inline double stage_activation_bytes(const gpt2::Options& o, int stage, const Pr
     const double stash = chunk_stash_elements(c, a, o.recompute);
     const double during = transient(c);
     const bool split = act.op == pp::Op::backward_input || act.op == pp::Op::backward_weight;
-    const InputHalf b = split ? input_half(c, a, sp, stash) : InputHalf{};
+    const InputHalf b = split ? input_half(c, a, sp, stash, o.recompute) : InputHalf{};
     if (act.op == pp::Op::backward_input) {
       peak = std::max(peak, held + std::max(b.rise, during));
       held += b.kept - stash;
@@ -250,6 +260,10 @@ inline double stage_activation_bytes(const gpt2::Options& o, int stage, const Pr
       // layers' inputs and LN_f's input first, then one layer at a time, then the head
       const double before_head = c.layers * a.n * a.C + (c.head ? a.n * a.C : 0);
       peak = std::max(peak, held + before_head + during);
+      // selective: the last layer (an attention half) kept its probabilities until its end
+      if (o.recompute == Recompute::selective && c.attention > 0)
+        peak = std::max(peak, held + stash - (c.head ? head_activation_elements(a) : 0) +
+                                  (c.head ? a.n * a.C : 0) + probability_elements(a));
       held += stash;
       peak = std::max(peak, held);
     } else {

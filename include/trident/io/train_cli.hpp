@@ -91,8 +91,11 @@ inline void add_mesh_options(cli::App& app, TrainOptions& o, RunFlags& f) {
                  "2.5,1.5: a boundary between a layer's attention and MLP halves), or auto: each "
                  "rank's cost balanced by the cost model")
       ->capture_default_str();
-  app.add_option("--recompute", f.recompute, "activation recomputation")
-      ->check(cli::IsMember({"none", "full"}))
+  app.add_option("--recompute", f.recompute,
+                 "activation recomputation: none, selective (the attention core's probabilities, "
+                 "recomputed from q, k, v; Korthikanti et al. 2022 §5) or full (each layer's "
+                 "forward, from its input)")
+      ->check(cli::IsMember({"none", "selective", "full"}))
       ->capture_default_str();
   app.add_flag("--verbose", o.verbose, "print every pipeline send and receive");
   app.add_option("--dp", o.mesh.dp, "data-parallel size")->capture_default_str();

@@ -20,7 +20,9 @@
 //       last (a term the block adds to the loss: MoE's load-balancing loss), and
 //       loss_term(const Activations&, T scale) (that term, after a forward, in the loss's units)
 //       and expert_tokens(const Activations&) (tokens routed to each expert; empty: none) give
-//       the step's figures (take_layer_figures)
+//       the step's figures (take_layer_figures); Activations::drop_attention_core(), needed
+//       for --recompute selective (refused without it): frees what selective recomputation
+//       recomputes (the attention core's probabilities), the backward recomputing what is absent
 //   template <class T, class B> using Head = ...;       // Head(C, tp, rows); type Activations;
 //       forward(Activations&, T* losses, const T* x, const std::int32_t* targets,
 //               const T* const* w)   (losses: (N), each token's loss)
@@ -38,7 +40,9 @@
 // head and wte at PP = 1): stored once, its gradient reduction launched after the embedding's
 // backward. What a microbatch's backward needs is kept per microbatch until that backward runs;
 // with full recomputation (GPipe's re-materialisation) only each block's input is kept and the
-// block's forward is replayed before its backward.
+// block's forward is replayed before its backward; with selective recomputation (Korthikanti et
+// al. 2022 §5) everything but the attention core's probabilities, which the block's backward
+// recomputes from the kept q, k, v.
 #pragma once
 
 #include <algorithm>
@@ -118,6 +122,15 @@ void keep_only_input(Activations& a) {
   a.x = std::move(input);
 }
 
+// Selective recomputation (Korthikanti et al. 2022 §5) keeps all but what a block's
+// Activations::drop_attention_core() frees; a block without it cannot run selective.
+template <class Activations, class = void>
+struct drops_attention_core : std::false_type {};
+template <class Activations>
+struct drops_attention_core<
+    Activations, std::void_t<decltype(std::declval<Activations&>().drop_attention_core())>>
+    : std::true_type {};
+
 template <class M, class T, class S = T, class B = backend::Cpu>
 class DecoderStage {
   using Embedding = typename M::template Embedding<T, B>;
@@ -138,6 +151,12 @@ class DecoderStage {
         units_(decoder_units(model, spec, tp.size())),
         store_(layouts(units_, tp), zero, dp),
         params_(store_, order(units_), units_.embedding.size()) {
+    require(recompute != Recompute::selective ||
+                drops_attention_core<typename Block::Activations>::value,
+            "model " + name_ +
+                ": --recompute selective needs its block's Activations to have "
+                "drop_attention_core() (what selective recomputation drops, and its backward "
+                "recomputes: model/decoder_stage.hpp); use --recompute none or full");
     store_.initialise([&](int u, T* out) {
       initialise_unit(
           store_.layout(u),
@@ -151,9 +170,10 @@ class DecoderStage {
   const StageSpec& spec() const { return spec_; }
   // Elements of the activation passed between pipeline stages.
   std::size_t activation_size() const { return blocks_.front().activation_size(); }
-  // What one whole layer's forward kept for its backward, bytes (before recomputation drops
-  // it), as measured by MemoryStats, the largest of the stage's layers (an MoE layer's, where
-  // layers differ); 0 before a layer ran (the run report's activations).
+  // What one whole layer's forward kept for its backward, bytes (before full recomputation
+  // drops it; after selective recomputation dropped the attention core's), as measured by
+  // MemoryStats, the largest of the stage's layers (an MoE layer's, where layers differ); 0 before
+  // a layer ran (the run report's activations).
   double layer_activation_bytes() const { return layer_activation_bytes_; }
   // Elements of one block of keys and values that ring attention passes (cp/): the Block's,
   // for a model with kContextParallel.
@@ -346,7 +366,8 @@ class DecoderStage {
                                     : output;
       const std::size_t held = memory_stats().current(MemoryKind::activations);
       block(l).forward(st.blocks[l], out, params_.use(k, 1)[0], spec_.halves(l));
-      if (keep && spec_.halves(l) == nn::BlockHalves::both)  // its input x, and what it added
+      if (keep && recompute_ == Recompute::selective) drop_attention_core(st.blocks[l]);
+      if (keep && spec_.halves(l) == nn::BlockHalves::both)  // its input x, and what it kept
         layer_activation_bytes_ = std::max(
             layer_activation_bytes_,
             double(memory_stats().current(MemoryKind::activations) - held + size * sizeof(T)));
@@ -358,6 +379,10 @@ class DecoderStage {
         keep_only_input(st.blocks[l]);
     }
     return k;
+  }
+  // Selective recomputation: what the block's backward recomputes goes after its forward.
+  static void drop_attention_core(typename Block::Activations& a) {
+    if constexpr (drops_attention_core<typename Block::Activations>::value) a.drop_attention_core();
   }
   // The last stage's head: the microbatch's loss times scale, its tokens' losses summed on the
   // host in double (one download per microbatch).

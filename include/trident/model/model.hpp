@@ -38,7 +38,8 @@
 //     static constexpr TpCollectives kTpCollectives = {...};
 //     // optional: the elements of T one layer keeps per microbatch for its backward, for the
 //     // run report's activation formula (printed next to what a layer's forward measurably
-//     // keeps; without it, "not declared")
+//     // keeps, after selective recomputation's drop when run.recompute is selective; without
+//     // it, "not declared")
 //     double layer_activation_elements(const ModelRun&) const;
 //     // optional: its weight files in another framework's layout (io/file_layout.hpp), e.g.
 //     // Llama's in Hugging Face's; without it, each parameter is a tensor of its own name
@@ -103,6 +104,7 @@
 #include <vector>
 
 #include "../nn/block_halves.hpp"
+#include "../plan/recompute.hpp"
 #include "../pp/balance.hpp"
 #include "../zero/params.hpp"
 
@@ -129,12 +131,14 @@ struct StageSpec {
 // A model's architecture as named integers, e.g. {"layers": 4, "hidden": 64, ...}.
 using ModelDescription = std::map<std::string, std::int64_t>;
 
-// What a model checks itself against (validate): the run's tensor parallelism and microbatch.
+// What a model checks itself against (validate): the run's tensor parallelism and microbatch;
+// and what its layer keeps (layer_activation_elements) under the run's recomputation.
 struct ModelRun {
   int tp = 1;
   bool sequence_parallel = false;
-  int rows = 1;  // sequences per microbatch
-  int cp = 1;    // context-parallel ranks sharing each sequence
+  int rows = 1;                           // sequences per microbatch
+  int cp = 1;                             // context-parallel ranks sharing each sequence
+  Recompute recompute = Recompute::none;  // selective: the attention probabilities not kept
 };
 
 // A model's tensor-parallel collectives (kTpCollectives, above), in the units of the papers:

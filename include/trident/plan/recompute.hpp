@@ -2,7 +2,8 @@
 //
 // Korthikanti et al. 2022, §5: none; selective (only the attention core softmax(QK^T)V is
 // recomputed); full (each layer's forward is rerun from its input in the backward). The planner
-// weighs all three; the trainer runs none or full (`--recompute none|full`).
+// weighs all three and the trainer runs all three (`--recompute none|selective|full`;
+// selective: model/decoder_stage.hpp, cp/attention.hpp's attention_probabilities).
 #pragma once
 
 #include <string>

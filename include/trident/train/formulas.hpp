@@ -202,7 +202,8 @@ template <class M, class T, class S, class B>
 double layer_activation_formula(Trainer<M, T, S, B>& t) {
   if constexpr (declares_activation_formula<M>::value) {
     const TrainOptions& o = t.options();
-    const ModelRun run{o.mesh.tp, o.sequence_parallel, o.rows_per_microbatch(), o.mesh.cp};
+    const ModelRun run{o.mesh.tp, o.sequence_parallel, o.rows_per_microbatch(), o.mesh.cp,
+                       o.recompute};
     return t.model().layer_activation_elements(run) * sizeof(T);
   } else {
     return std::nan("");

@@ -36,7 +36,7 @@ struct TrainOptions {
   // layers per virtual stage, whole or ending in .5 (a stage boundary between a layer's
   // attention and MLP halves, nn/block_halves.hpp); empty = balanced by cost (auto)
   std::vector<double> pp_layers;
-  Recompute recompute = Recompute::none;  // none or full (per block); not selective
+  Recompute recompute = Recompute::none;  // none, selective (the attention core) or full
   ZeroPolicy zero;
   int batch = 8;  // sequences in the global batch
   // The run's optimizer steps: the learning-rate schedule's length unless optimizer.steps is
@@ -127,9 +127,10 @@ void validate(const M& model, const TrainOptions& o, int world_size) {
               (schedule.placement == pp::ChunkPlacement::v_shape ? ", placed in a V" : "") +
               ": --virtual-stages must be " + s(schedule.min_chunks) +
               (schedule.max_chunks == 0 ? " or more" : "") + " (got " + s(o.virtual_stages) + ")");
-  require(o.recompute != Recompute::selective,
-          "--recompute: the trainer recomputes none or full blocks; selective recomputation is "
-          "modelled by the planner only");
+  require(!(o.recompute == Recompute::selective && o.mesh.cp > 1),
+          "--recompute selective recomputes the attention core from each rank's kept q, k, v; "
+          "under context parallelism (--cp " +
+              s(o.mesh.cp) + ") that would rerun the ring: use --recompute none or full");
   require(!(o.recompute == Recompute::full && pp::traits(o.schedule).splits_backward),
           std::string(pp::to_string(o.schedule)) +
               " cannot honour --recompute: its W pass (weight gradients) runs after B and needs "

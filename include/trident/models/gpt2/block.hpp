@@ -52,6 +52,9 @@ struct BlockActivations {
     for (Buf* b : {&x, &ln1_mean, &ln1_rstd, &qkv, &probs, &x2, &ln2_mean, &ln2_rstd, &fc})
       b->reset();
   }
+  // Selective recomputation (Korthikanti et al. 2022 §5; model/decoder_stage.hpp): after the
+  // forward, frees the attention core's probabilities; the backward recomputes them from qkv.
+  void drop_attention_core() { probs.reset(); }
 };
 
 // The gradients of a block's layer outputs: written by the input half of the backward (B), read
@@ -207,9 +210,13 @@ class Block {
     const T* dx2 = mlp ? d.dx2.data() : dy;
     proj_.backward(tp_, d_att.data(), G(kAttnProjW), G(kAttnProjB), dx2, dy_attn, a.att.data(),
                    W(kAttnProjW), N, part);
-    if (in)
-      attention_backward(tp_.cp, d.d_qkv.data(), d_att.data(), a.qkv.data(), a.att.data(),
-                         a.probs.data(), B_, seq_, Hl_, Hl_, D_);
+    if (in) {  // the probabilities kept, or recomputed from qkv (selective recomputation)
+      Buf recomputed;
+      const T* probs = attention_probabilities(tp_.cp, recomputed, a.probs, a.qkv.data(), B_, seq_,
+                                               Hl_, Hl_, D_);
+      attention_backward(tp_.cp, d.d_qkv.data(), d_att.data(), a.qkv.data(), a.att.data(), probs,
+                         B_, seq_, Hl_, Hl_, D_);
+    }
     qkv_.backward(tp_, dln.data(), sp ? dln_full.data() : dln.data(), G(kQkvW), G(kQkvB),
                   d.d_qkv.data(), a.ln1.data(), W(kQkvW), N, part);
     if (in)  // dx = dx2 + LN1's input gradient

@@ -43,12 +43,14 @@ class Model : public DecoderModel<Model, Config, Embedding, Block, Head> {
   // Elements of T one layer keeps per microbatch for its backward (models/gpt2/block.hpp's
   // BlockActivations; Korthikanti et al. 2022 §4 count the same tensors): x and x2 (n C each),
   // the LayerNorms' means and 1/std (4 n), ln1 and ln2 (N C each), qkv, att, fc and act
-  // (12 N C/t), the attention probabilities (b H/t s s_cp); N = b s/cp rows, n = N/t under SP.
+  // (12 N C/t), the attention probabilities (b H/t s s_cp: not kept under selective
+  // recomputation, Korthikanti et al. 2022 §5); N = b s/cp rows, n = N/t under SP.
   double layer_activation_elements(const ModelRun& run) const {
     const double s = double(c_.seq) / run.cp, N = run.rows * s, C = c_.hidden;
     const double n = run.sequence_parallel ? N / run.tp : N, Cl = C / run.tp;
+    const double probs = double(run.rows) * (c_.heads / run.tp) * s * c_.seq;
     return 2 * n * C + 4 * n + 2 * N * C + 12 * N * Cl +
-           double(run.rows) * (c_.heads / run.tp) * s * c_.seq;
+           (run.recompute == Recompute::selective ? 0 : probs);
   }
 
   void validate(const ModelRun& run) const {

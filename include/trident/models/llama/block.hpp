@@ -58,6 +58,9 @@ struct BlockActivations {
     gate_up.reset();
     moe.drop_what_weight_gradients_do_not_need();
   }
+  // Selective recomputation (Korthikanti et al. 2022 §5; model/decoder_stage.hpp): after the
+  // forward, frees the attention core's probabilities; the backward recomputes them from qkv.
+  void drop_attention_core() { probs.reset(); }
 };
 
 // The gradients of a block's layer outputs: written by the input half of the backward (B), read
@@ -227,9 +230,12 @@ class Block {
     const T* dx2 = mlp ? d.dx2.data() : dy;
     o_.backward(tp_, d_att.data(), G(kO), nullptr, dx2, d.dy_attn.data(), a.att.data(), W(kO),
                 int(N), part);
-    if (in) {
-      attention_backward(tp_.cp, d.d_qkv.data(), d_att.data(), a.qkv.data(), a.att.data(),
-                         a.probs.data(), B_, seq_, Hl_, KVl_, D_);
+    if (in) {  // the probabilities kept, or recomputed from the rotated qkv (selective)
+      Buf recomputed;
+      const T* probs = attention_probabilities(tp_.cp, recomputed, a.probs, a.qkv.data(), B_, seq_,
+                                               Hl_, KVl_, D_);
+      attention_backward(tp_.cp, d.d_qkv.data(), d_att.data(), a.qkv.data(), a.att.data(), probs,
+                         B_, seq_, Hl_, KVl_, D_);
       nn::rope_backward<B>(d.d_qkv.data(), rope_, int(N), B_, Hl_ + KVl_, int(Wd));
     }
     qkv_.backward(tp_, d.dnorm1.data(), sp ? dnorm_full.data() : d.dnorm1.data(),

@@ -53,7 +53,8 @@ class Model : public DecoderModel<Model, Config, Embedding, Block, Head> {
   // Elements of T one layer keeps per microbatch for its backward (models/llama/block.hpp's
   // BlockActivations): x and x2 (n C each), the RMSNorms' 1/rms (2 n), their outputs (N C each),
   // qkv (N (H + 2 KV)/t D), att (N H/t D), gate_up and act (3 N F/t), the attention
-  // probabilities (b H/t s s_cp); N = b s/cp rows, n = N/t under SP.
+  // probabilities (b H/t s s_cp: not kept under selective recomputation, Korthikanti et al. 2022
+  // §5); N = b s/cp rows, n = N/t under SP.
   // An MoE layer (the largest, when there is one) keeps instead of gate_up and act: the router's
   // probabilities (N E), the gates and the three routing index arrays (4 N k, the int32 ones
   // counted as elements), the per-sequence shares and losses (b (E + 1)), and its R = N k routed
@@ -65,8 +66,9 @@ class Model : public DecoderModel<Model, Config, Embedding, Block, Head> {
     const double mlp =
         c_.moe() ? N * E + 4 * N * k + run.rows * (E + 1) + 2 * R * C + 3 * R * c_.expert_ffn() / t
                  : 3 * N * c_.ffn() / t;
+    const double probs = double(run.rows) * (c_.heads / t) * s * c_.seq;
     return 2 * n * C + 2 * n + 2 * N * C + N * (c_.heads + 2.0 * c_.kv_heads) / t * D +
-           N * c_.heads / t * D + mlp + double(run.rows) * (c_.heads / t) * s * c_.seq;
+           N * c_.heads / t * D + mlp + (run.recompute == Recompute::selective ? 0 : probs);
   }
 
   void validate(const ModelRun& run) const {
