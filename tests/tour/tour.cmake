@@ -74,3 +74,9 @@ add_test(NAME tour.zero_vs_3d_cluster_html COMMAND ${CMAKE_COMMAND}
          -P ${PROJECT_SOURCE_DIR}/tests/cli/html_report.cmake)
 set_tests_properties(tour.zero_vs_3d_cluster_html PROPERTIES TIMEOUT 180
                      FIXTURES_REQUIRED cluster_page SKIP_REGULAR_EXPRESSION "SKIPPED: ")
+# §8's mixture of experts: its first step's load-balancing loss and expert load, and the load at
+# step 5 (synthetic data, in double: the same on every machine)
+tour_figures(llama_moe RANKS 2 TIMEOUT 120
+  COMMAND $<TARGET_FILE:train_llama> --dp 2 --layers 4 --hidden 64 --seq 32 --data synthetic
+          --experts 8 --moe-top-k 2 --moe-every 2 --steps 6 --log-every 1 --dtype double
+  FIGURES "aux 2.02e-02" "load 1.31" "load 1.58")
